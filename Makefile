@@ -1,0 +1,45 @@
+# Two entry points on a fresh machine:
+#   make demo   set up .venv and run the reference study (opscope demo)
+#   make test   set up .venv with the test extras and run lint, types and the whole suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# The pinned CPU torch wheel lies in /opt/wheels on our machines; elsewhere pip uses the index.
+FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
+PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt $(FIND_LINKS)
+
+.PHONY: demo test lint typecheck unit clean help
+
+help:
+	@echo "make demo   - create .venv, install opscope, run 'opscope demo'"
+	@echo "make test   - create .venv, install test extras, run ruff, mypy and pytest"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
+	$(PIP_INSTALL) -e ".[torch]"
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP_INSTALL) -e ".[torch,test]"
+	@touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/opscope demo $(ARGS)
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.installed-test
+	$(BIN)/mypy
+
+unit: $(VENV)/.installed-test
+	$(BIN)/python -m pytest tests/unit -q
+
+test: lint typecheck
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,37 @@
+"""opscope: where is the time actually going?
+
+The public API is loaded lazily so that ``import opscope`` (and ``opscope --help``) stays fast
+and does not import torch: reading and analysing traces needs no torch at all.
+
+    with opscope.profile() as p:          # capture (needs torch)
+        for _ in range(p.steps):
+            model(x); p.step()
+    trace = opscope.load(p.run_dir)       # trace engine
+    print(trace.sql("SELECT name, sum(dur_ns) FROM events GROUP BY 1 ORDER BY 2 DESC"))
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "analyze", "load", "profile"]
+
+if TYPE_CHECKING:
+    from opscope.trace import load
+
+_LAZY = {
+    "profile": ("opscope.capture.session", "profile"),
+    "load": ("opscope.trace", "load"),
+    "analyze": ("opscope.analysis.report", "analyze"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'opscope' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""Benchmarking: identical inputs, numerics checks, steady-state timing statistics."""

@@ -1,0 +1,1 @@
+"""Command-line front-end: one small module per subcommand (see :mod:`opscope.cli.main`)."""

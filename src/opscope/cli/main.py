@@ -1,0 +1,79 @@
+"""``opscope`` entry point: a registry of subcommands, one module each under ``opscope.cli``.
+
+Each command module defines ``HELP`` (one line), ``DESCRIPTION`` (the ``--help`` text, with an
+example), ``add_arguments(parser)`` and ``run(args) -> int``.  Modules import their heavy
+dependencies inside ``run`` so that ``opscope --help`` stays fast and never imports torch.
+
+Exit codes: 0 success, 1 bad input (one-line reason on stderr), 2 bad usage, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from opscope import __version__
+
+# Order is the order shown in --help.
+COMMANDS = ("demo", "profile", "report", "explore", "compare", "sql", "mcp")
+
+
+def _command_modules() -> dict[str, ModuleType]:
+    mods: dict[str, ModuleType] = {}
+    for name in COMMANDS:
+        modname = f"opscope.cli.{name}_cmd"
+        if importlib.util.find_spec(modname) is None:
+            continue  # not built yet
+        mods[name] = importlib.import_module(modname)
+    return mods
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    parser = argparse.ArgumentParser(
+        prog="opscope",
+        description="Where is the time actually going? Profile PyTorch on any device, read "
+        "any trace, and get ranked bottleneck findings.",
+        epilog="Run 'opscope COMMAND --help' for a command's options and an example.",
+    )
+    parser.add_argument("--version", action="version", version=f"opscope {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show full tracebacks instead of one-line errors"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    mods = _command_modules()
+    for name, mod in mods.items():
+        p = sub.add_parser(
+            name,
+            help=mod.HELP,
+            description=mod.DESCRIPTION,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+        mod.add_arguments(p)
+    return parser, mods
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, mods = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    from opscope.errors import OpscopeError
+
+    try:
+        return int(mods[args.command].run(args))
+    except OpscopeError as exc:
+        if getattr(args, "debug", False):
+            raise
+        print(f"opscope {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"opscope {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,1 @@
+"""Renderers: a Report -> text (rich), JSON, Markdown, HTML.  No analysis happens here."""

@@ -1,0 +1,1 @@
+"""Reference studies run by ``opscope demo`` (the RMSNorm study)."""
