@@ -1,0 +1,307 @@
+"""The key-averages table: one row per op name (and per op name + input shapes).
+
+Computed from the exported trace (never from the live profiler object), so the same table comes
+out of a trace recorded today, last year on a cluster, or on another vendor's device.
+
+Columns (times in microseconds, like torch.profiler's tables):
+``calls``, ``cpu_self_us``, ``cpu_total_us``, ``device_self_us`` (device time of the work the
+op launched directly), ``device_total_us`` (with its child ops' launches), ``device_share``
+(``device_self_us`` over all device time in the window), ``device_calls`` (device executions
+launched directly).
+
+On a CPU-only trace the device *is* the CPU, and :attr:`OpTable.device_is_host` says so.  The
+device columns then hold the CPU execution of the ops that did the work: the self time of *leaf*
+ops (no child ops) that compute - not of allocation/view ops, not of wrappers such as
+``aten::linear`` or a compiled region, whose self time is dispatch overhead, exactly as such
+wrappers have no device self time on a GPU.  ``device_total_us`` sums that over the op's subtree.
+A table therefore never shows silently empty device columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from opscope.trace.derived import build_ops
+
+if TYPE_CHECKING:
+    from opscope.trace.model import Trace
+
+SORT_KEYS = ("device_self_us", "device_total_us", "cpu_self_us", "cpu_total_us", "calls", "name")
+
+# Framework bookkeeping: annotations and wrappers that are not work of the program itself.
+# Excluded from the op table (the profiler step) and from counts of executed ops on the CPU.
+BOOKKEEPING_NAMES = frozenset(
+    (
+        "TorchDynamo Cache Lookup",
+        "Pregraph bytecode",
+        "Postgraph bytecode",
+        "AOTDispatcher Runtime Wrapper Prologue",
+        "AOTDispatcher Runtime Wrapper Epilogue",
+        "opscope::synchronize",
+    )
+)
+# Leaf ops that allocate or reinterpret memory without computing: not "device work" on a CPU.
+NO_COMPUTE_OPS = frozenset(
+    (
+        "aten::empty",
+        "aten::empty_strided",
+        "aten::empty_like",
+        "aten::view",
+        "aten::_unsafe_view",
+        "aten::as_strided",
+        "aten::reshape",
+        "aten::_reshape_alias",
+        "aten::expand",
+        "aten::t",
+        "aten::transpose",
+        "aten::permute",
+        "aten::unsqueeze",
+        "aten::squeeze",
+        "aten::detach",
+        "aten::alias",
+        "aten::slice",
+        "aten::select",
+        "aten::resize_",
+        "aten::lift_fresh",
+        "detach",
+        "aten::result_type",
+    )
+)
+
+
+@dataclass
+class OpRow:
+    name: str
+    calls: int
+    cpu_self_us: float
+    cpu_total_us: float
+    device_self_us: float
+    device_total_us: float
+    device_share: float
+    device_calls: int
+    input_dims: str | None = None
+    input_types: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.input_dims is None and self.input_types is None:
+            d.pop("input_dims")
+            d.pop("input_types")
+        return d
+
+
+@dataclass
+class OpTable:
+    rows: list[OpRow]
+    device_is_host: bool
+    device_time_us: float  # all device time in the window (the share's denominator)
+    by_shape: list[OpRow] = field(default_factory=list)
+
+    def sorted(self, key: str = "device_self_us", descending: bool = True) -> list[OpRow]:
+        if key not in SORT_KEYS:
+            raise ValueError(f"unknown sort key {key!r}; choose one of {', '.join(SORT_KEYS)}")
+        return sorted(self.rows, key=lambda r: getattr(r, key), reverse=descending)
+
+    def row(self, name: str) -> OpRow | None:
+        for r in self.rows:
+            if r.name == name:
+                return r
+        return None
+
+
+def select_window(table: pa.Table, steps: tuple[int, int] | None) -> pa.Table:
+    """Rows whose ``step`` is in ``[first, last]`` (inclusive); every row when ``steps`` is None."""
+    if steps is None:
+        return table
+    lo, hi = steps
+    col = table.column("step")
+    mask = pc.and_(pc.greater_equal(col, lo), pc.less_equal(col, hi))
+    return table.filter(pc.fill_null(mask, False))
+
+
+def op_table(trace: Trace, steps: tuple[int, int] | None = None) -> OpTable:
+    """Aggregate the trace's ops per name (and per name + shapes)."""
+    ops = select_window(build_ops(trace.events), steps)
+    device_is_host = trace.device.kind == "cpu"
+    ops = ops.filter(pc.not_equal(ops.column("kind").cast(pa.string()), "step"))
+    names = ops.column("name").cast(pa.string())
+    ops = ops.filter(pc.invert(pc.is_in(names, pa.array(sorted(BOOKKEEPING_NAMES)))))
+
+    ops = merge_duplicate_nodes(ops)
+    if device_is_host:
+        ops = host_execution(ops)
+        device_total_ns = int(pc.sum(ops.column("device_self_ns")).as_py() or 0)
+    else:
+        ev = select_window(trace.events, steps)
+        dev = ev.filter(
+            pc.and_(
+                pc.equal(ev.column("source").cast(pa.string()), "device"),
+                pc.is_in(
+                    ev.column("kind").cast(pa.string()),
+                    pa.array(["kernel", "memcpy", "memset", "comm", "exec"]),
+                ),
+            )
+        )
+        device_total_ns = int(pc.sum(dev.column("dur_ns")).as_py() or 0)
+
+    rows = _aggregate(ops, ["name"], device_is_host, device_total_ns)
+    by_shape = _aggregate(
+        ops, ["name", "input_dims", "input_types"], device_is_host, device_total_ns
+    )
+    return OpTable(
+        rows=rows,
+        device_is_host=device_is_host,
+        device_time_us=device_total_ns / 1e3,
+        by_shape=by_shape,
+    )
+
+
+def _parent_rows(ops: pa.Table) -> np.ndarray:
+    """Row position of each op's parent op (-1 for none or a parent outside the table)."""
+    n = ops.num_rows
+    ids = np.asarray(ops.column("id").to_numpy(zero_copy_only=False), dtype=np.int64)
+    parent_ids = np.asarray(
+        ops.column("parent_op").fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64
+    )
+    pos = np.searchsorted(ids, parent_ids)
+    ok = (parent_ids >= 0) & (pos < n)
+    ok[ok] &= ids[pos[ok]] == parent_ids[ok]
+    return np.where(ok, pos, -1)
+
+
+def merge_duplicate_nodes(ops: pa.Table) -> pa.Table:
+    """Fold an op into its parent when both have the same name and it is the parent's only
+    child op - a dispatcher artefact (``aten::mean`` calling the ``aten::mean.dim`` overload).
+
+    torch.profiler's tables do the same (``EventList._remove_dup_nodes``), so call counts agree
+    with ``key_averages()``; the parent adopts the child's self time, device work and children.
+    """
+    n = ops.num_rows
+    if n == 0:
+        return ops
+    parent_row = _parent_rows(ops)
+    names = np.asarray(ops.column("name").cast(pa.string()).to_numpy(zero_copy_only=False))
+    has_parent = parent_row >= 0
+    child_count = np.bincount(parent_row[has_parent], minlength=n)
+    dup = np.zeros(n, dtype=bool)
+    rows_with_parent = np.nonzero(has_parent)[0]
+    dup[rows_with_parent] = (names[rows_with_parent] == names[parent_row[rows_with_parent]]) & (
+        child_count[parent_row[rows_with_parent]] == 1
+    )
+    if not dup.any():
+        return ops
+    target = np.arange(n)
+    depth = np.asarray(ops.column("depth").to_numpy(zero_copy_only=False), dtype=np.int64)
+    dup_rows = np.nonzero(dup)[0]
+    for r in dup_rows[np.argsort(depth[dup_rows], kind="stable")]:
+        t = parent_row[r]
+        while dup[t]:
+            t = parent_row[t]
+        target[r] = t
+    cols = {
+        name: np.array(ops.column(name).to_numpy(zero_copy_only=False), dtype=np.int64)
+        for name in ("self_ns", "device_self_ns", "device_self_count")
+    }
+    is_leaf = np.array(ops.column("is_leaf").to_numpy(zero_copy_only=False), dtype=bool)
+    for r in dup_rows[np.argsort(depth[dup_rows], kind="stable")]:
+        t = target[r]
+        for values in cols.values():
+            values[t] += values[r]
+        is_leaf[t] = is_leaf[r]
+    # children of a folded op now hang from the op it was folded into
+    ids = np.asarray(ops.column("id").to_numpy(zero_copy_only=False), dtype=np.int64)
+    new_parent = np.where(has_parent, ids[np.maximum(parent_row, 0)], -1)
+    reparent = has_parent & dup[np.maximum(parent_row, 0)]
+    new_parent[reparent] = ids[target[parent_row[reparent]]]
+    for name, values in cols.items():
+        ops = ops.set_column(ops.schema.get_field_index(name), name, pa.array(values, pa.int64()))
+    ops = ops.set_column(ops.schema.get_field_index("is_leaf"), "is_leaf", pa.array(is_leaf))
+    ops = ops.set_column(
+        ops.schema.get_field_index("parent_op"),
+        "parent_op",
+        pa.array(new_parent, pa.int64(), mask=new_parent < 0),
+    )
+    return ops.filter(pa.array(~dup))
+
+
+def is_host_work(
+    names: pa.ChunkedArray | pa.Array, is_leaf: pa.ChunkedArray | pa.Array
+) -> np.ndarray:
+    """Which ops of a CPU-only trace did the work: computing leaves, not bookkeeping."""
+    skip = sorted(BOOKKEEPING_NAMES | NO_COMPUTE_OPS)
+    mask = pc.and_(is_leaf, pc.invert(pc.is_in(names.cast(pa.string()), pa.array(skip))))
+    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def host_execution(ops: pa.Table) -> pa.Table:
+    """Fill the device columns of a CPU-only trace's ops from the work their leaves did."""
+    n = ops.num_rows
+    if n == 0:
+        return ops
+    work = is_host_work(ops.column("name"), ops.column("is_leaf"))
+    self_ns = np.asarray(ops.column("self_ns").to_numpy(zero_copy_only=False), dtype=np.int64)
+    dev_self = np.where(work, self_ns, 0)
+    dev_count = work.astype(np.int64)
+    parent_row = _parent_rows(ops)
+    depth = np.asarray(ops.column("depth").to_numpy(zero_copy_only=False), dtype=np.int64)
+    total = dev_self.copy()
+    total_count = dev_count.copy()
+    for d in sorted(set(depth[parent_row >= 0].tolist()), reverse=True):
+        rows = np.nonzero((depth == d) & (parent_row >= 0))[0]
+        np.add.at(total, parent_row[rows], total[rows])
+        np.add.at(total_count, parent_row[rows], total_count[rows])
+    for name, values in (
+        ("device_self_ns", dev_self),
+        ("device_total_ns", total),
+        ("device_self_count", dev_count),
+        ("device_total_count", total_count),
+    ):
+        ops = ops.set_column(ops.schema.get_field_index(name), name, pa.array(values, pa.int64()))
+    return ops
+
+
+def _aggregate(
+    ops: pa.Table, keys: list[str], device_is_host: bool, device_total_ns: int
+) -> list[OpRow]:
+    t = ops.select(
+        [*keys, "dur_ns", "self_ns", "device_self_ns", "device_total_ns", "device_self_count"]
+    )
+    t = t.set_column(0, "name", t.column("name").cast(pa.string()))
+    g = t.group_by(keys, use_threads=False).aggregate(
+        [
+            ("dur_ns", "count"),
+            ("dur_ns", "sum"),
+            ("self_ns", "sum"),
+            ("device_self_ns", "sum"),
+            ("device_total_ns", "sum"),
+            ("device_self_count", "sum"),
+        ]
+    )
+    out: list[OpRow] = []
+    for r in g.to_pylist():
+        cpu_self = r["self_ns_sum"] / 1e3
+        cpu_total = r["dur_ns_sum"] / 1e3
+        dev_self = r["device_self_ns_sum"] / 1e3
+        dev_total = r["device_total_ns_sum"] / 1e3
+        dev_calls = r["device_self_count_sum"]
+        out.append(
+            OpRow(
+                name=r["name"],
+                calls=r["dur_ns_count"],
+                cpu_self_us=cpu_self,
+                cpu_total_us=cpu_total,
+                device_self_us=dev_self,
+                device_total_us=dev_total,
+                device_share=(dev_self * 1e3 / device_total_ns) if device_total_ns else 0.0,
+                device_calls=dev_calls,
+                input_dims=r.get("input_dims"),
+                input_types=r.get("input_types"),
+            )
+        )
+    out.sort(key=lambda row: (-row.device_self_us, -row.cpu_total_us, row.name))
+    return out

@@ -1,0 +1,152 @@
+"""The report: everything the analysis says about one trace, as data (schema ``opscope.report/1``).
+
+Renderers (``opscope.report``) turn it into text, JSON, Markdown or HTML; no analysis happens
+there.  ``analyze(trace)`` is the single entry point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from opscope.analysis.optable import OpTable, op_table, select_window
+from opscope.analysis.steps import StepStats, step_stats
+from opscope.analysis.timeline import TimelineSummary, timeline_summary
+from opscope.trace import Trace, load
+from opscope.trace.derived import build_kernels
+
+REPORT_SCHEMA = "opscope.report/1"
+
+
+@dataclass
+class KernelRow:
+    name: str
+    calls: int
+    device_us: float
+    mean_us: float
+    min_us: float
+    max_us: float
+    ops: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "calls": self.calls,
+            "device_us": self.device_us,
+            "mean_us": self.mean_us,
+            "min_us": self.min_us,
+            "max_us": self.max_us,
+            "op": self.ops[0] if self.ops else None,
+            "ops": self.ops,
+        }
+
+
+@dataclass
+class Report:
+    trace: Trace
+    ops: OpTable
+    kernels: list[KernelRow]
+    timeline: TimelineSummary
+    steps: list[StepStats]
+    window_steps: tuple[int, int] | None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        meta = self.trace.meta
+        device = self.trace.device.to_dict()
+        device["peaks"] = {}
+        if self.ops.device_is_host:
+            device["note"] = (
+                "CPU-only trace: the device is the CPU; device columns hold the work of the "
+                "computing leaf ops"
+            )
+        return {
+            "schema": REPORT_SCHEMA,
+            "source": {
+                "paths": meta.paths,
+                "format": meta.format,
+                "ranks": meta.ranks,
+                "events": len(self.trace),
+                "warnings": meta.warnings,
+                "skipped": meta.skipped,
+            },
+            "device": device,
+            "window": {
+                "start_ns": self.timeline.start_ns,
+                "end_ns": self.timeline.end_ns,
+                "steps": [s.step for s in self.steps if self._in_window(s.step)],
+                "selection": None if self.window_steps is None else list(self.window_steps),
+            },
+            "summary": {
+                **self.timeline.to_dict(),
+                "device_time_us": self.ops.device_time_us,
+                "cpu_busy_us": sum(r.cpu_self_us for r in self.ops.rows),
+            },
+            "steps": [s.to_dict() for s in self.steps if self._in_window(s.step)],
+            "ops": [r.to_dict() for r in self.ops.rows],
+            "op_shapes": [r.to_dict() for r in self.ops.by_shape],
+            "kernels": [k.to_dict() for k in self.kernels],
+            "findings": self.findings,
+            **self.extra,
+        }
+
+    def _in_window(self, step: int) -> bool:
+        if self.window_steps is None:
+            return True
+        return self.window_steps[0] <= step <= self.window_steps[1]
+
+
+def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[KernelRow]:
+    k = select_window(build_kernels(trace.events), steps)
+    k = k.filter(pc.not_equal(k.column("kind").cast(pa.string()), "annotation"))
+    if k.num_rows == 0:
+        return []
+    t = pa.table(
+        {
+            "name": k.column("name").cast(pa.string()),
+            "dur_ns": k.column("dur_ns"),
+            "op_name": k.column("op_name").cast(pa.string()),
+        }
+    )
+    g = t.group_by("name", use_threads=False).aggregate(
+        [
+            ("dur_ns", "count"),
+            ("dur_ns", "sum"),
+            ("dur_ns", "min"),
+            ("dur_ns", "max"),
+            ("op_name", "distinct"),
+        ]
+    )
+    rows = [
+        KernelRow(
+            name=r["name"],
+            calls=r["dur_ns_count"],
+            device_us=r["dur_ns_sum"] / 1e3,
+            mean_us=r["dur_ns_sum"] / r["dur_ns_count"] / 1e3,
+            min_us=r["dur_ns_min"] / 1e3,
+            max_us=r["dur_ns_max"] / 1e3,
+            ops=sorted(o for o in r["op_name_distinct"] if o is not None),
+        )
+        for r in g.to_pylist()
+    ]
+    rows.sort(key=lambda r: (-r.device_us, r.name))
+    return rows
+
+
+def analyze(source: Trace | str | Path, steps: tuple[int, int] | None = None) -> Report:
+    """Analyse a trace (or a path to one) over the whole trace or the given steps."""
+    trace = source if isinstance(source, Trace) else load(source)
+    events = select_window(trace.events, steps) if steps is not None else None
+    return Report(
+        trace=trace,
+        ops=op_table(trace, steps),
+        kernels=kernel_table(trace, steps),
+        timeline=timeline_summary(trace, events),
+        steps=step_stats(trace),
+        window_steps=steps,
+    )

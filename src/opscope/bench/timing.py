@@ -1,0 +1,78 @@
+"""Steady-state latency: warm-up, then blocks of timed calls with device synchronisation.
+
+Like ``torch.utils.benchmark``'s blocked autorange: a block runs the function ``number`` times
+and synchronises the device once; ``number`` is chosen so one block lasts at least
+``block_s`` (so timer resolution and the sync cost vanish), and blocks are repeated until
+``min_run_s`` has passed and at least ``min_blocks`` samples exist.  Each sample is the per-call
+time of one block.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from opscope.bench.stats import Summary, summarize
+
+
+@dataclass(frozen=True)
+class Timing:
+    samples_s: tuple[float, ...]  # per-call seconds, one per block
+    number: int  # calls per block
+    summary: Summary  # over samples, in seconds
+
+    def to_dict(self, unit: float = 1e6) -> dict[str, Any]:
+        s = self.summary
+        return {
+            "median": s.median * unit,
+            "iqr": s.iqr * unit,
+            "ci95": [s.ci95[0] * unit, s.ci95[1] * unit],
+            "blocks": s.n,
+            "calls_per_block": self.number,
+        }
+
+
+def measure(
+    fn: Callable[[], Any],
+    synchronize: Callable[[], None] = lambda: None,
+    *,
+    warmup: int = 3,
+    block_s: float = 0.01,
+    min_run_s: float = 0.3,
+    min_blocks: int = 15,
+    max_blocks: int = 500,
+    max_run_s: float = 10.0,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Timing:
+    """Time ``fn`` in steady state; see the module docstring."""
+    for _ in range(warmup):
+        fn()
+    synchronize()
+    # size the block
+    number = 1
+    while True:
+        t0 = clock()
+        for _ in range(number):
+            fn()
+        synchronize()
+        elapsed = clock() - t0
+        if elapsed >= block_s or number >= 1 << 20:
+            break
+        grow = block_s / elapsed if elapsed > 0 else 10.0
+        number = max(number + 1, min(number * 10, int(number * grow * 1.2) + 1))
+    samples: list[float] = []
+    start = clock()
+    while len(samples) < max_blocks:
+        t0 = clock()
+        for _ in range(number):
+            fn()
+        synchronize()
+        samples.append((clock() - t0) / number)
+        spent = clock() - start
+        if len(samples) >= min_blocks and spent >= min_run_s:
+            break
+        if spent >= max_run_s and len(samples) >= 3:
+            break
+    return Timing(samples_s=tuple(samples), number=number, summary=summarize(samples))

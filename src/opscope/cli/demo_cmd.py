@@ -1,0 +1,131 @@
+"""opscope demo: the RMSNorm profiling study, end to end, on the device at hand."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opscope.analysis.report import Report
+    from opscope.study.rmsnorm import StudyResult, VariantResult
+
+HELP = "run the RMSNorm study (naive vs torch.rms_norm vs torch.compile) on this device"
+DESCRIPTION = """\
+Reproduce the reference profiling study on the device at hand: RMSNorm three ways -
+naive eager ops, torch.rms_norm, and torch.compile of the naive function - on identical
+inputs, at the study's shape (4x512 bf16) and a large one (4096x4096 fp32).  Each variant is
+checked against naive, timed in steady state (median ± IQR), and profiled with the same
+schedule (wait 2, warmup 1, active 1); compile time is reported apart.  Each variant's run
+folder holds run.json, trace.json.gz, report.json and report.html.
+
+examples:
+  opscope demo
+  opscope demo --shape 4x512:bf16 --shape 8192x8192:fp32 --out /tmp/runs
+  opscope demo --device cuda --format json > demo.json
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", help="cpu, cuda, cuda:1, xpu, mtia, neuron, ... (default: auto)")
+    p.add_argument(
+        "--shape",
+        action="append",
+        metavar="RxC[:dtype]",
+        help="a shape to study, repeatable (default: 4x512:bf16 and 4096x4096:fp32)",
+    )
+    p.add_argument(
+        "--out", default="opscope-runs", help="where run folders go (default: %(default)s)"
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.add_argument(
+        "--variants",
+        default="naive,builtin,compiled",
+        help="comma-separated subset of naive,builtin,compiled (default: all three)",
+    )
+    p.add_argument(
+        "--min-time",
+        type=float,
+        default=0.3,
+        help="seconds of timed calls per variant for the latency statistics (default: %(default)s)",
+    )
+
+
+def _write_reports(report: Report, run_dir: Path, variant: VariantResult) -> None:
+    from opscope.capture.runfolder import write_json
+    from opscope.report import html
+
+    data = report.to_dict()
+    data["study"] = {"variant": variant.name}
+    write_json(run_dir / "report.json", data)
+    (run_dir / "report.html").write_text(html.render(data), encoding="utf-8")
+
+
+def _finish_reports(result: StudyResult) -> None:
+    """Once a shape is done, add the whole comparison to each of its variants' reports."""
+    import orjson
+
+    from opscope.capture.runfolder import write_json
+    from opscope.report import html
+    from opscope.study.rmsnorm import reading
+
+    lines = reading(result)
+    for i, shape in enumerate(result.shapes):
+        study = shape.to_dict()
+        study["reading"] = [lines[i]] if i < len(lines) else []
+        for v in shape.variants:
+            if not v.run_dir:
+                continue
+            path = Path(v.run_dir) / "report.json"
+            if not path.exists():
+                continue
+            data: dict[str, Any] = orjson.loads(path.read_bytes())
+            data["study"] = {**study, "variant": v.name}
+            write_json(path, data)
+            (Path(v.run_dir) / "report.html").write_text(html.render(data), encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from opscope.errors import OpscopeError
+    from opscope.study.rmsnorm import DEFAULT_SHAPES, VARIANTS, parse_shape, run_study
+
+    shapes = tuple(parse_shape(s) for s in args.shape) if args.shape else DEFAULT_SHAPES
+    variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or "naive" not in variants:
+        raise OpscopeError(
+            f"--variants must include naive and only {', '.join(VARIANTS)} (got {args.variants})"
+        )
+    err = Console(stderr=True)
+    with err.status("starting", spinner="dots") as status:
+
+        def progress(msg: str) -> None:
+            status.update(msg)
+            if not err.is_terminal:
+                print(f"opscope demo: {msg}", file=sys.stderr, flush=True)
+
+        result = run_study(
+            device=args.device,
+            shapes=shapes,
+            out=args.out,
+            variants=variants,
+            progress=progress,
+            min_run_s=args.min_time,
+            on_report=_write_reports,
+        )
+    _finish_reports(result)
+    if args.format == "json":
+        import orjson
+
+        sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        from opscope.report.demo import render_study
+
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=100)
+        console.print(render_study(result.to_dict()))
+    return 0 if all(v.error is None for s in result.shapes for v in s.variants) else 1

@@ -1,0 +1,83 @@
+"""opscope report: op tables, time breakdown and findings for any trace."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "analyse a trace file, run folder or folder of ranks"
+DESCRIPTION = """\
+Analyse a trace (Kineto JSON, .json.gz, a run folder, or a folder of per-rank traces): the
+key-averages op table (calls, CPU self/total, device self/total, share), the device kernels,
+the timeline summary (busy/idle) and the findings, ranked by time at stake.
+
+By default the whole trace is the window; --steps 2:4 selects profiler steps 2 to 4 inclusive.
+
+examples:
+  opscope report opscope-runs/20261129-101500-naive
+  opscope report trace.json.gz --format html -o report.html
+  opscope report trace.json.gz --format json --steps 3:3 | jq '.ops[:5]'
+"""
+
+FORMATS = ("text", "json", "md", "html")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="trace file, run folder, or folder of per-rank traces")
+    p.add_argument(
+        "--format", choices=FORMATS, default="text", help="output format (default: text)"
+    )
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--steps", help="profiler steps to analyse, e.g. 3 or 2:4 (default: all)")
+    p.add_argument("--top", type=int, default=20, help="rows per table (default: %(default)s)")
+
+
+def parse_steps(text: str | None) -> tuple[int, int] | None:
+    from opscope.errors import OpscopeError
+
+    if text is None:
+        return None
+    lo, sep, hi = text.partition(":")
+    try:
+        first = int(lo)
+        last = int(hi) if sep else first
+    except ValueError:
+        raise OpscopeError(f"--steps {text!r}: expected N or FIRST:LAST, e.g. 2:4") from None
+    if last < first:
+        raise OpscopeError(f"--steps {text!r}: the last step comes before the first")
+    return first, last
+
+
+def run(args: argparse.Namespace) -> int:
+    from opscope.analysis.report import analyze
+
+    steps = parse_steps(args.steps)
+    data = analyze(Path(args.path), steps=steps).to_dict()
+    if args.format == "json":
+        from opscope.report import json_render as renderer
+    elif args.format == "md":
+        from opscope.report import markdown as renderer  # type: ignore[no-redef]
+    elif args.format == "html":
+        from opscope.report import html as renderer  # type: ignore[no-redef]
+    else:
+        from opscope.report import text as renderer  # type: ignore[no-redef]
+    if args.format == "text" and args.output is None:
+        from rich.console import Console
+
+        from opscope.report.text import render_to
+
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=100)
+        render_to(console, data, args.top)
+        return 0
+    text = (
+        renderer.render(data) if args.format in ("json",) else renderer.render(data, top=args.top)
+    )
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

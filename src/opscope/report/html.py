@@ -1,0 +1,195 @@
+"""Self-contained static HTML report: no network, no script needed to read it.
+
+Every string from a trace is escaped (op names in real traces contain ``<``, ``>`` and quotes);
+the page carries a Content-Security-Policy that forbids scripts and remote loads.  The report's
+data is embedded as JSON (``<script type="application/json" id="opscope-data">``, inert) for
+tools and for the explorer, which reads the same data.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import orjson
+
+from opscope.report.fmt import pct, truncate, us
+
+EXTENSION = ".html"
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1b1f24}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:24px 0 8px}
+.meta{color:#57606a} .note{background:#fff8c5;padding:6px 10px;border-radius:6px}
+table{border-collapse:collapse;margin:4px 0 12px}
+th,td{padding:3px 10px;border-bottom:1px solid #d0d7de}
+th{text-align:left;background:#f6f8fa} td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.name{max-width:560px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;
+  font-family:ui-monospace,monospace;font-size:12px}
+.bar{display:inline-block;height:10px;background:#0969da;vertical-align:middle}
+.reading{font-size:15px;background:#ddf4ff;padding:8px 12px;border-radius:6px}
+.bad{color:#cf222e;font-weight:600} .ok{color:#1a7f37}
+"""
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _bar(fraction: float) -> str:
+    return f' <span class="bar" style="width:{int(60 * fraction)}px"></span>'
+
+
+def _table(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = []
+    for r in rows:
+        cells = []
+        for i, c in enumerate(r):
+            cls = "n" if i in numeric else ("name" if i == 0 else "")
+            cells.append(f'<td class="{cls}">{c}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def study_section(study: dict[str, Any]) -> str:
+    """The demo's comparison table for one shape (all variants), with the plain reading."""
+    rows = []
+    for v in study.get("variants", []):
+        lat = v.get("latency_us") or {}
+        num = (
+            '<span class="ok">ok</span>'
+            if v.get("numerics_ok")
+            else '<span class="bad">differs</span>'
+            if v.get("max_abs_err") is not None
+            else "—"
+        )
+        rows.append(
+            [
+                _e(v["name"])
+                + (f' <span class="bad">({_e(v["error"])})</span>' if v.get("error") else ""),
+                _e(v.get("device_ops") if v.get("device_ops") is not None else "—"),
+                _e(us(v.get("device_us"))),
+                _e(us(v.get("cpu_us"))),
+                _e(f"{us(lat.get('median'))} ± {us(lat.get('iqr'))}" if lat else "—"),
+                _e(f"{v['speedup_vs_naive']:.2f}×" if v.get("speedup_vs_naive") else "—"),
+                _e(f"{v['compile_s']:.1f} s" if v.get("compile_s") is not None else "—"),
+                num,
+            ]
+        )
+    table = _table(
+        [
+            "variant",
+            "device ops/call",
+            "device time",
+            "CPU time",
+            "latency (median ± IQR)",
+            "speedup vs naive",
+            "compile",
+            "numerics",
+        ],
+        rows,
+        {1, 2, 3, 4, 5, 6},
+    )
+    reading = "".join(f'<p class="reading">{_e(line)}</p>' for line in study.get("reading", []))
+    shape = "×".join(map(str, study.get("shape", []))) + f" {study.get('dtype', '')}"
+    return f"<h2>RMSNorm study at {_e(shape)}</h2>{table}{reading}"
+
+
+def render(data: dict[str, Any], top: int = 50) -> str:
+    dev = data["device"]
+    src = data["source"]
+    s = data["summary"]
+    host = dev["kind"] == "cpu"
+    parts = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">",
+        f"<title>opscope report — {_e(', '.join(src['paths']))}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>opscope report</h1>",
+        f'<p class="meta">{_e(", ".join(src["paths"]))} · {src["events"]} events · device '
+        f"<b>{_e(dev['kind'])}</b> ({_e(dev['name'])})</p>",
+    ]
+    if dev.get("note"):
+        parts.append(f'<p class="note">{_e(dev["note"])}</p>')
+    for w in src.get("warnings", []):
+        parts.append(f'<p class="note">warning: {_e(w)}</p>')
+    if data.get("study"):
+        parts.append(study_section(data["study"]))
+    parts.append("<h2>Summary</h2>")
+    parts.append(
+        _table(
+            ["", "time"],
+            [
+                [_e(k), _e(us(s.get(key)))]
+                for k, key in (
+                    ("wall", "wall_us"),
+                    ("device busy", "device_busy_us"),
+                    ("device idle", "device_idle_us"),
+                    ("device time", "device_time_us"),
+                    ("compute", "compute_us"),
+                    ("communication", "comm_us"),
+                    ("memcpy", "memcpy_us"),
+                )
+            ],
+            {1},
+        )
+    )
+    findings = data.get("findings") or []
+    if findings:
+        parts.append("<h2>Findings</h2><ol>")
+        for f in findings:
+            parts.append(
+                f"<li><b>{_e(f['title'])}</b> — {_e(us(f.get('time_at_stake_us')))} at stake"
+                f" ({_e(pct(f.get('share')))}). {_e(f.get('recommendation', ''))}</li>"
+            )
+        parts.append("</ol>")
+    max_dev = max((r["device_self_us"] for r in data["ops"]), default=0) or 1
+    dev_label = "exec" if host else "device"
+    rows = [
+        [
+            _e(truncate(r["name"], 120)),
+            _e(r["calls"]),
+            _e(us(r["cpu_self_us"])),
+            _e(us(r["cpu_total_us"])),
+            _e(us(r["device_self_us"])),
+            _e(us(r["device_total_us"])),
+            _e(pct(r["device_share"])) + _bar(r["device_self_us"] / max_dev),
+        ]
+        for r in data["ops"][:top]
+    ]
+    parts.append(f"<h2>Ops (top {top} by {dev_label} self time)</h2>")
+    parts.append(
+        _table(
+            [
+                "op",
+                "calls",
+                "CPU self",
+                "CPU total",
+                f"{dev_label} self",
+                f"{dev_label} total",
+                "share",
+            ],
+            rows,
+            {1, 2, 3, 4, 5, 6},
+        )
+    )
+    if data.get("kernels"):
+        krows = [
+            [
+                _e(truncate(k["name"], 120)),
+                _e(k["calls"]),
+                _e(us(k["device_us"])),
+                _e(us(k["mean_us"])),
+                _e(k.get("op") or "—"),
+            ]
+            for k in data["kernels"][:top]
+        ]
+        parts.append("<h2>Device kernels</h2>")
+        parts.append(_table(["kernel", "calls", "total", "mean", "op"], krows, {1, 2, 3}))
+    payload = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    payload = payload.replace("</", "<\\/")  # cannot close the script element early
+    parts.append(f'<script type="application/json" id="opscope-data">{payload}</script>')
+    parts.append("</body></html>\n")
+    return "".join(parts)

@@ -1,0 +1,43 @@
+"""Shared fixtures: paths to the traces recorded by others, and an isolated compile cache."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+SHARED_TRACES = SHARED / "traces"
+
+
+def shared_trace(relative: str) -> Path:
+    """A trace under ../shared/traces, or skip the test with the reason."""
+    path = SHARED_TRACES / relative
+    if not SHARED_TRACES.is_dir():
+        pytest.skip("../shared/traces not present (a user's clone): shared-trace tests skipped")
+    if not path.exists():
+        pytest.skip(f"../shared/traces/{relative} not present")
+    return path
+
+
+@pytest.fixture(scope="session")
+def compile_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """TMPDIR and TORCHINDUCTOR_CACHE_DIR inside pytest's temp dir, shared by the session so
+    that only the first compile of a graph is cold (Inductor writes a large precompiled header
+    under $TMPDIR)."""
+    root = tmp_path_factory.mktemp("inductor")
+    (root / "tmp").mkdir()
+    env = {"TMPDIR": str(root / "tmp"), "TORCHINDUCTOR_CACHE_DIR": str(root / "cache")}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield env
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

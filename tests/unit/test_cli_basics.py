@@ -1,0 +1,103 @@
+"""The command line: help, exit codes, one-line errors for bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from opscope.cli.main import main
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "opscope", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "demo" in out and "report" in out
+
+
+def test_no_command_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+
+
+def test_unknown_option_is_usage_error() -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["report", "--no-such-option", "x"])
+    assert exc.value.code == 2
+
+
+def test_report_missing_file_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "/nonexistent/trace.json"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "no such file" in err and "Traceback" not in err
+
+
+def test_report_not_json_is_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "trace.json"
+    bad.write_text("this is not json at all")
+    assert main(["report", str(bad)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err
+
+
+def test_report_bad_steps_is_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    t = tmp_path / "t.json"
+    t.write_text('{"traceEvents": []}')
+    assert main(["report", str(t), "--steps", "4:2"]) == 1
+    assert "--steps" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["demo", "--device", "warp-drive"], "warp-drive"),
+        (["demo", "--shape", "4xabc"], "4xabc"),
+        (["demo", "--shape", "4x512:int3"], "int3"),
+        (["demo", "--shape", "4000000x4000000:fp32"], "does not fit"),
+        (["demo", "--variants", "builtin"], "--variants"),
+    ],
+)
+def test_demo_bad_input_exits_1_with_one_line(args: list[str], needle: str) -> None:
+    proc = run_cli(*args)
+    assert proc.returncode == 1, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("USDT:")]
+    assert len(lines) == 1, proc.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_demo_unavailable_cuda_exits_1() -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    proc = run_cli("demo", "--device", "cuda")
+    assert proc.returncode == 1
+    assert "not available" in proc.stderr
+
+
+def test_help_does_not_import_torch() -> None:
+    code = (
+        "import sys\n"
+        "from opscope.cli.main import build_parser\n"
+        "build_parser()\n"
+        "assert 'torch' not in sys.modules, 'torch imported by --help'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,0 +1,71 @@
+"""The op table computed from the exported trace agrees with torch.profiler's key_averages()."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from opscope.analysis.optable import op_table  # noqa: E402
+from opscope.trace import load  # noqa: E402
+
+
+def _workload(model: torch.nn.Module, x: torch.Tensor) -> None:
+    with torch.profiler.record_function("my_block"):
+        y = model(x)
+        y = torch.nn.functional.gelu(y)
+        (y * y).mean().item()
+
+
+def test_cpu_self_time_matches_key_averages(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 32))
+    x = torch.randn(16, 64)
+    path = tmp_path / "trace.json"
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True
+    ) as prof:
+        for _ in range(5):
+            _workload(model, x)
+    prof.export_chrome_trace(str(path))
+
+    table = op_table(load(path))
+    assert table.device_is_host
+    ka = {e.key: e for e in prof.key_averages()}
+    compared = 0
+    for row in table.rows:
+        ref = ka.get(row.name)
+        assert ref is not None, f"{row.name} missing from key_averages"
+        assert row.calls == ref.count, row.name
+        # torch reports microseconds with ns resolution; allow 1% (or 0.01 µs rounding)
+        tol = max(0.01 * ref.self_cpu_time_total, 0.01)
+        assert row.cpu_self_us == pytest.approx(ref.self_cpu_time_total, abs=tol), row.name
+        tol_total = max(0.01 * ref.cpu_time_total, 0.01)
+        assert row.cpu_total_us == pytest.approx(ref.cpu_time_total, abs=tol_total), row.name
+        compared += 1
+    # the ops of the workload are all there, nested ones included
+    names = {r.name for r in table.rows}
+    assert {"aten::linear", "aten::addmm", "aten::relu", "aten::gelu", "my_block"} <= names
+    assert compared >= 8
+
+
+def test_device_columns_on_cpu_are_leaf_execution(tmp_path: Path) -> None:
+    """On a CPU-only trace the device columns are filled from the computing leaf ops."""
+    x = torch.randn(256, 256)
+    path = tmp_path / "trace.json"
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            torch.nn.functional.linear(x, x)
+    prof.export_chrome_trace(str(path))
+    table = op_table(load(path))
+    linear = table.row("aten::linear")
+    assert linear is not None
+    # a wrapper: no execution of its own, but its subtree's
+    assert linear.device_self_us == 0
+    assert linear.device_total_us > 0
+    leaves = [r for r in table.rows if r.device_self_us > 0]
+    assert leaves, "some leaf op must carry the execution time"
+    assert sum(r.device_share for r in table.rows) == pytest.approx(1.0)
+    assert table.device_time_us == pytest.approx(sum(r.device_self_us for r in table.rows))
