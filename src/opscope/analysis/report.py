@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.optable import OpTable, op_table, select_window
 from opscope.analysis.steps import StepStats, step_stats
 from opscope.analysis.timeline import TimelineSummary, timeline_summary
@@ -138,11 +140,33 @@ def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[Ker
     return rows
 
 
-def analyze(source: Trace | str | Path, steps: tuple[int, int] | None = None) -> Report:
+def _run_info(source: Trace | str | Path) -> dict[str, Any] | None:
+    """run.json of a run folder (or of the folder a trace file sits in), if there is one."""
+    paths = [Path(p) for p in source.meta.paths] if isinstance(source, Trace) else [Path(source)]
+    for p in paths:
+        candidates = [p / "run.json", p.parent / "run.json"]
+        if p.parent.name == "traces":  # traces/rank<N>.json.gz inside a run folder
+            candidates.append(p.parent.parent / "run.json")
+        for candidate in candidates:
+            if candidate.is_file():
+                try:
+                    data = orjson.loads(candidate.read_bytes())
+                except (OSError, orjson.JSONDecodeError):
+                    return None
+                return data if isinstance(data, dict) else None
+    return None
+
+
+def analyze(
+    source: Trace | str | Path,
+    steps: tuple[int, int] | None = None,
+    *,
+    findings: bool = True,
+) -> Report:
     """Analyse a trace (or a path to one) over the whole trace or the given steps."""
     trace = source if isinstance(source, Trace) else load(source)
     events = select_window(trace.events, steps) if steps is not None else None
-    return Report(
+    report = Report(
         trace=trace,
         ops=op_table(trace, steps),
         kernels=kernel_table(trace, steps),
@@ -150,3 +174,14 @@ def analyze(source: Trace | str | Path, steps: tuple[int, int] | None = None) ->
         steps=step_stats(trace),
         window_steps=steps,
     )
+    if findings:
+        ctx = Context(
+            trace=trace,
+            op_table=report.ops,
+            timeline=report.timeline,
+            steps=report.steps,
+            window_steps=steps,
+            run_info=_run_info(source),
+        )
+        report.findings = [f.to_dict() for f in run_rules(ctx)]
+    return report

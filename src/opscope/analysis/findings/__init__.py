@@ -1,0 +1,34 @@
+"""Bottleneck findings: one module per rule (see :mod:`.base` for the contract)."""
+
+from __future__ import annotations
+
+import importlib
+
+from opscope.analysis.findings.base import Context, Evidence, Finding, Rule
+
+__all__ = ["RULE_MODULES", "Context", "Evidence", "Finding", "Rule", "rules", "run_rules"]
+
+# Rule modules, in no particular order (findings are ranked by time at stake).
+RULE_MODULES: tuple[str, ...] = ()
+
+
+def rules() -> list[Rule]:
+    out: list[Rule] = []
+    for name in RULE_MODULES:
+        mod = importlib.import_module(f"opscope.analysis.findings.{name}")
+        out.append(mod.RULE)
+    return out
+
+
+def run_rules(ctx: Context, only: set[str] | None = None) -> list[Finding]:
+    """Run every rule (or those named in ``only``) and rank the findings by time at stake."""
+    found: list[Finding] = []
+    for rule in rules():
+        if only is not None and rule.name not in only:
+            continue
+        found.extend(rule.run(ctx))
+    severity_rank = {"high": 0, "medium": 1, "low": 2, "info": 3}
+    found.sort(key=lambda f: (-f.time_at_stake_us, severity_rank.get(f.severity, 9), f.title))
+    for i, f in enumerate(found, 1):
+        f.id = f"F{i}"
+    return found

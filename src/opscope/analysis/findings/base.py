@@ -1,0 +1,123 @@
+"""Findings: ranked, evidenced, actionable statements about where time goes.
+
+Each rule is a module in this package exposing ``RULE: Rule``.  A rule looks at the
+:class:`Context` (the trace, its derived tables, the op table, the timeline and, when the trace
+came from a run folder, ``run.json``) and returns zero or more :class:`Finding`.  Rules never fire
+on noise: each documents its threshold in its module docstring and is tested on a trace where it
+must fire and one where it must not.
+
+Findings are ranked by ``time_at_stake_us`` (what the fix could save at most, in the window).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from opscope.analysis.optable import OpTable
+    from opscope.analysis.steps import StepStats
+    from opscope.analysis.timeline import TimelineSummary
+    from opscope.trace.model import Trace
+
+SEVERITIES = ("high", "medium", "low", "info")
+
+
+@dataclass
+class Evidence:
+    """Something the explorer can jump to: events (ids) and/or a time range."""
+
+    event_ids: list[int] = field(default_factory=list)
+    start_ns: int | None = None
+    end_ns: int | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"event_ids": self.event_ids}
+        if self.start_ns is not None:
+            d["start_ns"] = self.start_ns
+            d["end_ns"] = self.end_ns
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass
+class Finding:
+    kind: str  # the rule's name, e.g. "fusion", "hotspot"
+    severity: str  # high | medium | low | info
+    title: str
+    time_at_stake_us: float
+    share: float  # time_at_stake over the window's wall time (0..1)
+    evidence: list[Evidence]
+    recommendation: str
+    confidence: str = "medium"  # high | medium | low
+    details: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "severity": self.severity,
+            "title": self.title,
+            "time_at_stake_us": self.time_at_stake_us,
+            "share": self.share,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "recommendation": self.recommendation,
+            "confidence": self.confidence,
+            "details": self.details,
+        }
+
+
+@dataclass
+class Context:
+    """What the rules see.  Tables are computed once and shared by all rules."""
+
+    trace: Trace
+    op_table: OpTable
+    timeline: TimelineSummary
+    steps: list[StepStats]
+    window_steps: tuple[int, int] | None = None
+    run_info: dict[str, Any] | None = None  # run.json of a run folder, when there is one
+
+    @cached_property
+    def events(self) -> pa.Table:
+        from opscope.analysis.optable import select_window
+
+        return select_window(self.trace.events, self.window_steps)
+
+    @cached_property
+    def ops(self) -> pa.Table:
+        """Per-event op table (``trace.derived.build_ops``) in the window."""
+        from opscope.analysis.optable import select_window
+        from opscope.trace.derived import build_ops
+
+        return select_window(build_ops(self.trace.events), self.window_steps)
+
+    @cached_property
+    def kernels(self) -> pa.Table:
+        """Per-execution device table (``trace.derived.build_kernels``) in the window."""
+        from opscope.analysis.optable import select_window
+        from opscope.trace.derived import build_kernels
+
+        return select_window(build_kernels(self.trace.events), self.window_steps)
+
+    @property
+    def device_is_host(self) -> bool:
+        return self.op_table.device_is_host
+
+    @property
+    def wall_us(self) -> float:
+        return self.timeline.wall_us
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    description: str
+    run: Callable[[Context], list[Finding]]
