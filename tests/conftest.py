@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -41,3 +41,9 @@ def compile_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture
+def shared() -> Callable[[str], Path]:
+    """``shared("cuda/x.json.gz")``: the path of a shared trace, or skip with the reason."""
+    return shared_trace

@@ -16,15 +16,21 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "analyze", "load", "profile"]
+__all__ = ["__version__", "analyze", "compare", "load", "profile", "watch_compile"]
 
 if TYPE_CHECKING:
+    from opscope.analysis.report import analyze
+    from opscope.capture.compile_metrics import watch_compile
+    from opscope.capture.session import profile
+    from opscope.experiment import compare
     from opscope.trace import load
 
 _LAZY = {
     "profile": ("opscope.capture.session", "profile"),
     "load": ("opscope.trace", "load"),
     "analyze": ("opscope.analysis.report", "analyze"),
+    "compare": ("opscope.experiment", "compare"),
+    "watch_compile": ("opscope.capture.compile_metrics", "watch_compile"),
 }
 
 

@@ -56,7 +56,7 @@ def demo(compile_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) 
 def test_demo_json_schema(demo: dict[str, Any]) -> None:
     assert demo["schema"] == "opscope.demo/1"
     assert demo["device"]["kind"] == "cpu"
-    assert [s["shape"] for s in demo["shapes"]] == [[4, 512], [512, 2048]]
+    assert [s["shape"] for s in demo["shapes"]] == [[4, 512], [4096, 4096]]
     assert [s["dtype"] for s in demo["shapes"]] == ["bfloat16", "float32"]
     for shape in demo["shapes"]:
         assert [v["name"] for v in shape["variants"]] == ["naive", "builtin", "compiled"]
@@ -74,6 +74,10 @@ def test_demo_json_schema(demo: dict[str, Any]) -> None:
         # the compiled region runs one fused kernel; the naive version runs several ops
         assert compiled["device_ops"] == 1
         assert naive["device_ops"] >= 5
+    # at 4096×4096 fp32 the fused kernel wins clearly, and the interval says so
+    big = demo["shapes"][1]["variants"][2]
+    assert big["verdict"] == "faster", big
+    assert big["speedup_ci95"][0] > 1.0
     assert len(demo["run_dirs"]) == 6
     assert demo["reading"] and all(isinstance(line, str) for line in demo["reading"])
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from opscope.analysis.report import Report
-    from opscope.study.rmsnorm import StudyResult, VariantResult
+    from opscope.bench.compare import VariantOutcome
+    from opscope.study.rmsnorm import StudyResult
 
 HELP = "run the RMSNorm study (naive vs torch.rms_norm vs torch.compile) on this device"
 DESCRIPTION = """\
@@ -52,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _write_reports(report: Report, run_dir: Path, variant: VariantResult) -> None:
+def _write_reports(report: Report, run_dir: Path, variant: VariantOutcome) -> None:
     from opscope.capture.runfolder import write_json
     from opscope.report import html
 

@@ -30,6 +30,7 @@ from opscope.errors import OpscopeError
 
 if TYPE_CHECKING:
     from opscope.analysis.report import Report
+    from opscope.bench.compare import VariantOutcome
 
 EPS = 1e-6
 DEFAULT_SHAPES: tuple[tuple[tuple[int, ...], str], ...] = (
@@ -101,6 +102,8 @@ class VariantResult:
     run_dir: str | None = None
     error: str | None = None
     compile: dict[str, Any] | None = None
+    speedup_ci95: tuple[float, float] | None = None
+    verdict: str | None = None
 
     @property
     def numerics_ok(self) -> bool:
@@ -124,6 +127,8 @@ class VariantResult:
             "max_abs_err": None if self.numerics is None else self.numerics["max_abs_err"],
             "max_rel_err": None if self.numerics is None else self.numerics["max_rel_err"],
             "speedup_vs_naive": self.speedup_vs_naive,
+            "speedup_ci95": None if self.speedup_ci95 is None else list(self.speedup_ci95),
+            "verdict": self.verdict,
             "run_dir": self.run_dir,
             "error": self.error,
         }
@@ -208,7 +213,7 @@ def reading(result: StudyResult) -> list[str]:
 
 
 Progress = Callable[[str], None]
-OnReport = Callable[["Report", Path, "VariantResult"], None]
+OnReport = Callable[["Report", Path, "VariantOutcome"], None]
 
 
 def _noop(_: str) -> None:
@@ -266,20 +271,19 @@ def run_study(
 ) -> StudyResult:
     """Run the study; see the module docstring.
 
-    ``on_report(report, run_dir, variant)`` is called after each variant's profile has been
-    analysed (the CLI writes ``report.json``/``report.html`` there).
+    Each shape is one :func:`opscope.bench.compare.run_comparison` with ``naive`` as the
+    reference.  ``on_report(report, run_dir, variant)`` is called after each variant's profile
+    has been analysed (the CLI writes ``report.json``/``report.html`` there).
     """
     import torch
 
+    from opscope.bench.compare import run_comparison
     from opscope.capture.devices import resolve_device
 
     spec = resolve_device(device)
     result = StudyResult(device=spec.to_dict())
     for dims, dtype in shapes:
-        numel = math.prod(dims)
-        check_fits(numel, dtype, spec)
-        shape_res = ShapeResult(shape=dims, dtype=dtype)
-        result.shapes.append(shape_res)
+        check_fits(math.prod(dims), dtype, spec)
         label = "x".join(map(str, dims)) + f"-{dtype}"
         gen = torch.Generator().manual_seed(0)
         try:
@@ -291,125 +295,54 @@ def run_study(
             )
         except (RuntimeError, MemoryError) as exc:  # torch.OutOfMemoryError is a RuntimeError
             raise OpscopeError(f"cannot allocate inputs of shape {dims} {dtype}: {exc}") from None
-        reference: Any = None
+        fns: dict[str, Callable[..., Any]] = {}
         for name in variants:
-            progress(f"{label}: {name}")
-            res, output = _run_variant(
-                name,
-                x=x,
-                weight=weight,
-                spec=spec,
-                out=out,
-                label=label,
-                reference=reference,
-                progress=progress,
-                min_run_s=min_run_s,
-                on_report=on_report,
-            )
             if name == "naive":
-                reference = output
-            shape_res.variants.append(res)
-        naive = shape_res.variant("naive")
-        base = naive.latency_us["median"] if naive and naive.latency_us else None
-        for v in shape_res.variants:
-            if base and v.latency_us and v.latency_us["median"] > 0:
-                v.speedup_vs_naive = base / v.latency_us["median"]
-        del x, weight, reference
-    return result
+                fns[name] = naive_rmsnorm
+            elif name == "builtin":
+                fns[name] = builtin_rmsnorm
+            elif name == "compiled":
+                torch._dynamo.reset()  # each shape compiles afresh: honest compile times
+                fns[name] = torch.compile(naive_rmsnorm, fullgraph=True, dynamic=False)
+            else:
+                raise OpscopeError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
 
+        def shape_progress(msg: str, label: str = label) -> None:
+            if msg.startswith("compiled: first call"):
+                msg = "compiled: compiling (the first compile takes a while)"
+            progress(f"{label}: {msg}")
 
-def _run_variant(
-    name: str,
-    *,
-    x: Any,
-    weight: Any,
-    spec: Any,
-    out: str | os.PathLike[str],
-    label: str,
-    reference: Any,
-    progress: Progress,
-    min_run_s: float,
-    on_report: OnReport | None,
-) -> tuple[VariantResult, Any]:
-    import torch
-
-    from opscope.analysis.report import analyze
-    from opscope.bench.numerics import compare_outputs
-    from opscope.bench.timing import measure
-    from opscope.capture.compile_metrics import watch_compile
-    from opscope.capture.session import profile
-
-    res = VariantResult(name=name)
-    output: Any = None
-    stage = "setup"
-    try:
-        if name == "naive":
-            fn: Callable[..., Any] = naive_rmsnorm
-        elif name == "builtin":
-            fn = builtin_rmsnorm
-        elif name == "compiled":
-            torch._dynamo.reset()  # each shape compiles afresh: honest compile times
-            fn = torch.compile(naive_rmsnorm, fullgraph=True, dynamic=False)
-        else:
-            raise OpscopeError(f"unknown variant {name!r}")
-
-        stage = "first call (compile)" if name == "compiled" else "first call"
-        if name == "compiled":
-            progress(f"{label}: compiling (the first compile takes a while)")
-        with _kernel_events(spec.kind), watch_compile(label=f"{label}-{name}") as rec:
-            output = fn(x, weight)
-            spec.synchronize()
-        if name == "compiled":
-            res.compile_s = rec.wall_s
-        res.compile = rec.to_dict()
-
-        stage = "numerics"
-        if reference is None and name == "naive":
-            res.numerics = compare_outputs(output, output).to_dict()
-        elif reference is not None:
-            res.numerics = compare_outputs(output, reference).to_dict()
-
-        stage = "timing"
-        progress(f"{label}: {name}: timing")
-        timing = measure(lambda: fn(x, weight), spec.synchronize, min_run_s=min_run_s)
-        res.latency_us = timing.to_dict()
-
-        stage = "profile"
-        progress(f"{label}: {name}: profiling")
-        with profile(
+        data = run_comparison(
+            fns,
+            (x, weight),
+            reference="naive",
             device=spec,
-            wait=SCHEDULE["wait"],
-            warmup=SCHEDULE["warmup"],
-            active=SCHEDULE["active"],
+            min_run_s=min_run_s,
             out=out,
-            label=f"{label}-{name}",
-            run_info={
-                "study": "rmsnorm",
-                "variant": name,
-                "shape": list(x.shape),
-                "dtype": str(x.dtype).replace("torch.", ""),
-            },
-        ) as session:
-            session.record_compile(rec)
-            for _ in range(session.steps):
-                fn(x, weight)
-                session.step()
-        res.run_dir = str(session.run_dir)
-
-        stage = "analysis"
-        report = analyze(session.run_dir)
-        active = [s for s in report.steps if s.device_ops or s.cpu_us]
-        if active:
-            last = active[-1]
-            res.device_ops = last.device_ops
-            res.device_us = last.device_us
-            res.cpu_us = last.cpu_us
-        if on_report is not None:
-            stage = "writing reports"
-            on_report(report, Path(session.run_dir), res)
-    except OpscopeError as exc:
-        res.error = f"{stage}: {exc}"
-    except Exception as exc:  # a variant's failure is reported in its row; others still run
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        res.error = f"{stage}: {type(exc).__name__}: {first[:300]}"
-    return res, output
+            label=label,
+            progress=shape_progress,
+            first_call_context=lambda: _kernel_events(spec.kind),
+            on_report=on_report,
+        )
+        shape_res = ShapeResult(shape=dims, dtype=dtype)
+        for o in data.variants:
+            shape_res.variants.append(
+                VariantResult(
+                    name=o.name,
+                    device_ops=o.device_ops,
+                    device_us=o.device_us,
+                    cpu_us=o.cpu_us,
+                    latency_us=o.latency_us(),
+                    compile_s=o.compile_s,
+                    numerics=o.numerics,
+                    speedup_vs_naive=o.speedup,
+                    run_dir=o.run_dir,
+                    error=o.error,
+                    compile=o.compile,
+                    speedup_ci95=o.speedup_ci95,
+                    verdict=o.verdict,
+                )
+            )
+        result.shapes.append(shape_res)
+        del x, weight, fns
+    return result

@@ -1,0 +1,53 @@
+"""opscope compare: diff two traces or run folders."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "diff two traces or run folders: per op, per kernel, timeline and findings"
+DESCRIPTION = """\
+Diff two traces (files, run folders, or folders of ranks): per op - calls, device self time and
+CPU self time in A and B and the deltas (which add up to the difference of the totals) - ops only
+in A or only in B, kernels likewise, the timeline summary's deltas, and the findings resolved and
+new.  Traces from different devices may be compared; the output says so.
+
+examples:
+  opscope compare opscope-runs/...-naive opscope-runs/...-compiled
+  opscope compare before.json.gz after.json.gz --format json > diff.json
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", help="baseline: trace file, run folder, or folder of ranks")
+    p.add_argument("b", help="the changed run")
+    p.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--top", type=int, default=20, help="rows per table (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from opscope.analysis.diff import diff_reports
+    from opscope.analysis.report import analyze
+
+    data = diff_reports(analyze(Path(args.a)), analyze(Path(args.b)))
+    if args.format == "json":
+        import orjson
+
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
+    else:
+        from opscope.report import diff as r
+
+        if args.format == "md":
+            text = r.render_markdown(data, top=args.top)
+        elif args.format == "html":
+            text = r.render_html(data, top=args.top)
+        else:
+            text = r.render_text(data, top=args.top)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

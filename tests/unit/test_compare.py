@@ -1,0 +1,140 @@
+"""opscope.compare: statistics of speedups, the verdict logic, numerics, failures, twins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opscope.bench.compare import NOISE_FLOOR, speedup_ci, verdict
+
+
+def _timings(median: float, spread: float, n: int, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(median * (1 + spread * rng.standard_normal(n)))
+
+
+def test_speedup_ci_of_a_clear_difference_excludes_one() -> None:
+    ref = _timings(100e-6, 0.02, 40, 1)
+    fast = _timings(50e-6, 0.02, 40, 2)
+    point, (lo, hi) = speedup_ci(ref, fast)
+    assert point == pytest.approx(2.0, rel=0.03)
+    assert 1.0 < lo <= point <= hi
+    assert verdict(point, (lo, hi)) == "faster"
+    point, (lo, hi) = speedup_ci(fast, ref)
+    assert hi < 1.0 and verdict(point, (lo, hi)) == "slower"
+
+
+def test_speedup_ci_is_reproducible() -> None:
+    ref = _timings(1.0, 0.1, 20, 3)
+    var = _timings(1.0, 0.1, 20, 4)
+    assert speedup_ci(ref, var) == speedup_ci(ref, var)
+
+
+def test_same_distribution_is_same() -> None:
+    ref = _timings(1.0, 0.05, 30, 5)
+    twin = _timings(1.0, 0.05, 30, 6)
+    point, ci = speedup_ci(ref, twin)
+    assert ci[0] <= 1.0 <= ci[1]
+    assert verdict(point, ci) == "same"
+
+
+@pytest.mark.parametrize(
+    ("point", "ci", "noise", "expected"),
+    [
+        (1.5, (1.4, 1.6), 0.0, "faster"),
+        (0.5, (0.4, 0.6), 0.0, "slower"),
+        (1.2, (0.9, 1.5), 0.0, "same"),  # interval includes 1
+        (1.02, (1.01, 1.03), 0.0, "same"),  # significant but below the noise floor
+        (1.10, (1.05, 1.15), 0.2, "same"),  # below the variants' own noise
+        (1.0 + 2 * NOISE_FLOOR, (1.0 + NOISE_FLOOR * 1.5, 1.1), 0.0, "faster"),
+    ],
+)
+def test_verdict(point: float, ci: tuple[float, float], noise: float, expected: str) -> None:
+    assert verdict(point, ci, noise) == expected
+
+
+torch = pytest.importorskip("torch")
+
+
+def test_compare_reports_numerics_shapes_errors_and_twins(tmp_path: Path) -> None:
+    import opscope
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x) * 2
+
+    def twin(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x) * 2
+
+    def wrong_shape(x: torch.Tensor) -> torch.Tensor:
+        return f(x).t().contiguous()
+
+    def raises(x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("no luck\nmore")
+
+    x = torch.randn(64, 256)
+    cmp = opscope.compare(
+        {"f": f, "twin": twin, "wrong_shape": wrong_shape, "raises": raises},
+        lambda: (x,),
+        min_run_s=0.05,
+        out=tmp_path,
+    )
+    d = cmp.to_dict()
+    assert d["schema"] == "opscope.compare/1" and d["reference"] == "f"
+    by = {v["name"]: v for v in d["variants"]}
+    assert by["f"]["verdict"] == "reference" and by["f"]["speedup"]["point"] == 1.0
+    assert by["twin"]["numerics_ok"] and by["twin"]["verdict"] in ("same", "faster", "slower")
+    assert by["wrong_shape"]["numerics_ok"] is False
+    assert "(256, 64)" in by["wrong_shape"]["numerics_reason"]
+    assert by["raises"]["verdict"] == "error" and "no luck" in by["raises"]["error"]
+    assert "more" not in by["raises"]["error"]
+    for name in ("f", "twin", "wrong_shape"):
+        v = by[name]
+        assert v["latency_us"]["median"] > 0
+        lo, hi = v["latency_us"]["ci95"]
+        assert lo <= v["latency_us"]["median"] <= hi
+        assert v["device_ops"] >= 1 and v["device_us"] > 0  # profiled with the same schedule
+        assert v["compile_s"] is None  # eager: nothing compiled
+        assert Path(v["run_dir"], "trace.json.gz").exists()
+    text = str(cmp)
+    assert "reference" in text and "wrong_shape" in text and "no luck" in text
+    page = cmp.to_html()
+    assert page.startswith("<!doctype html>") and "<svg" in page and "<script" not in page
+
+
+@pytest.mark.slow
+def test_identical_twins_come_out_same_in_repeated_runs(tmp_path: Path) -> None:
+    import opscope
+
+    x = torch.randn(256, 256)
+
+    def a(t: torch.Tensor) -> torch.Tensor:
+        return (t @ t).relu()
+
+    def b(t: torch.Tensor) -> torch.Tensor:
+        return (t @ t).relu()
+
+    verdicts = [
+        opscope.compare({"a": a, "b": b}, (x,), min_run_s=0.2, profile=False)["b"]["verdict"]
+        for _ in range(3)
+    ]
+    assert verdicts == ["same", "same", "same"]
+
+
+def test_compile_time_is_kept_apart(tmp_path: Path, compile_env: dict[str, str]) -> None:
+    import opscope
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(x) + torch.cos(x)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="eager")  # Dynamo only: cheap on a CPU
+    cmp = opscope.compare(
+        {"eager": f, "compiled": compiled}, (torch.randn(32, 32),), min_run_s=0.05, profile=False
+    )
+    c = cmp["compiled"]
+    assert c["compile_s"] is not None and c["compile_s"] > 0
+    assert cmp["eager"]["compile_s"] is None
+    assert c["recompiled_during_measurement"] is False
+    assert c["numerics_ok"]
