@@ -84,6 +84,7 @@ class OpRow:
     device_total_us: float
     device_share: float
     device_calls: int
+    launching_calls: int = 0  # calls that launched device work directly
     input_dims: str | None = None
     input_types: str | None = None
 
@@ -271,6 +272,9 @@ def _aggregate(
     t = ops.select(
         [*keys, "dur_ns", "self_ns", "device_self_ns", "device_total_ns", "device_self_count"]
     )
+    t = t.append_column(
+        "launching", pc.cast(pc.greater(t.column("device_self_count"), 0), pa.int64())
+    )
     t = t.set_column(0, "name", t.column("name").cast(pa.string()))
     g = t.group_by(keys, use_threads=False).aggregate(
         [
@@ -280,6 +284,7 @@ def _aggregate(
             ("device_self_ns", "sum"),
             ("device_total_ns", "sum"),
             ("device_self_count", "sum"),
+            ("launching", "sum"),
         ]
     )
     out: list[OpRow] = []
@@ -299,6 +304,7 @@ def _aggregate(
                 device_total_us=dev_total,
                 device_share=(dev_self * 1e3 / device_total_ns) if device_total_ns else 0.0,
                 device_calls=dev_calls,
+                launching_calls=r["launching_sum"],
                 input_dims=r.get("input_dims"),
                 input_types=r.get("input_types"),
             )

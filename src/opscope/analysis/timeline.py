@@ -1,7 +1,18 @@
 """Timeline summary: wall span, device busy (union of device intervals) and idle time.
 
+* ``wall_us`` - the whole trace, first to last timed event of any kind.
+* ``device_span_us`` - first start to last end of device work; ``device_busy_us`` the union of
+  device work intervals (kernels, copies, sets, collectives, Neuron executions) and
+  ``device_idle_us = device_span_us - device_busy_us`` - the same definitions as TraceLens's
+  ``gpu_timeline`` (total_time, busy_time, idle_time).  ``compute/comm/memcpy/memset_us`` are the
+  unions per class.
+* Device work whose ``correlation`` names a runtime launch that is not in the trace was launched
+  before the profiler started (work in flight from the previous step): it is left out of the
+  window and reported as ``pre_window_device_us``.  Traces whose device events carry no
+  correlation at all keep every device event.
+
 On a CPU-only trace the device is the CPU: busy time is the union of the top-level op intervals
-of the busiest thread (the one whose ops cover the most time).
+of the busiest thread (the one whose ops cover the most time), and the span is that thread's.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ _WORK_KINDS = ("kernel", "memcpy", "memset", "comm", "exec")
 @dataclass
 class TimelineSummary:
     wall_us: float
+    device_span_us: float
     device_busy_us: float
     device_idle_us: float
     compute_us: float
@@ -31,6 +43,7 @@ class TimelineSummary:
     start_ns: int
     end_ns: int
     device_is_host: bool
+    pre_window_device_us: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,7 +75,7 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
     ev = trace.events if events is None else events
     timed = ev.filter(pc.not_equal(ev.column("source").cast(pa.string()), "other"))
     if timed.num_rows == 0:
-        return TimelineSummary(0, 0, 0, 0, 0, 0, 0, 0, 0, trace.device.kind == "cpu")
+        return TimelineSummary(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, trace.device.kind == "cpu")
     start = _arr(timed, "start_ns")
     end = start + _arr(timed, "dur_ns")
     t0, t1 = int(start.min()), int(end.max())
@@ -76,13 +89,17 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
                 pc.is_in(kinds, pa.array(["op", "annotation"])),
             )
         )
-        best = 0
+        best, span = 0, 0
         for tid in pc.unique(ops.column("tid").cast(pa.string())).to_pylist():
             sel = ops.filter(pc.equal(ops.column("tid").cast(pa.string()), tid))
             s = _arr(sel, "start_ns")
-            best = max(best, union_ns(s, s + _arr(sel, "dur_ns")))
+            e = s + _arr(sel, "dur_ns")
+            u = union_ns(s, e)
+            if u > best:
+                best, span = u, int(e.max() - s.min())
         busy = best
         parts = {"compute": busy, "comm": 0, "memcpy": 0, "memset": 0}
+        pre_window = 0
     else:
         dev = timed.filter(
             pc.and_(
@@ -90,8 +107,11 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
                 pc.is_in(kinds, pa.array(list(_WORK_KINDS))),
             )
         )
+        dev, pre_window = _drop_pre_window(timed, dev)
         s = _arr(dev, "start_ns")
-        busy = union_ns(s, s + _arr(dev, "dur_ns"))
+        e = s + _arr(dev, "dur_ns")
+        busy = union_ns(s, e)
+        span = int(e.max() - s.min()) if len(s) else 0
         dkinds = np.asarray(dev.column("kind").cast(pa.string()).to_numpy(zero_copy_only=False))
         parts = {}
         for label, ks in (
@@ -104,8 +124,9 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
             parts[label] = union_ns(s[m], s[m] + _arr(dev, "dur_ns")[m])
     return TimelineSummary(
         wall_us=wall / 1e3,
+        device_span_us=span / 1e3,
         device_busy_us=busy / 1e3,
-        device_idle_us=max(0, wall - busy) / 1e3,
+        device_idle_us=max(0, span - busy) / 1e3,
         compute_us=parts["compute"] / 1e3,
         comm_us=parts["comm"] / 1e3,
         memcpy_us=parts["memcpy"] / 1e3,
@@ -113,4 +134,26 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
         start_ns=t0,
         end_ns=t1,
         device_is_host=device_is_host,
+        pre_window_device_us=pre_window / 1e3,
     )
+
+
+def _drop_pre_window(timed: pa.Table, dev: pa.Table) -> tuple[pa.Table, int]:
+    """Device work launched before the trace began: its correlation has no runtime call here."""
+    corr = dev.column("correlation")
+    if corr.null_count == len(corr):
+        return dev, 0
+    runtime = timed.filter(pc.equal(timed.column("source").cast(pa.string()), "runtime"))
+    if runtime.num_rows == 0:  # a device-only trace: nothing to check against
+        return dev, 0
+    keys = pc.binary_join_element_wise(
+        dev.column("rank").cast(pa.string()), corr.cast(pa.string()), ":"
+    )
+    launched = pc.binary_join_element_wise(
+        runtime.column("rank").cast(pa.string()),
+        runtime.column("correlation").cast(pa.string()),
+        ":",
+    )
+    orphan = pc.fill_null(pc.invert(pc.is_in(keys, launched.drop_null())), False)
+    dropped = dev.filter(orphan)
+    return dev.filter(pc.invert(orphan)), int(pc.sum(dropped.column("dur_ns")).as_py() or 0)

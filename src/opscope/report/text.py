@@ -66,8 +66,9 @@ def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
     if dev.get("note"):
         console.print(f"[dim]{dev['note']}[/dim]")
     console.print(
-        f"wall {us(s['wall_us'])} · device busy {us(s['device_busy_us'])} · idle "
-        f"{us(s['device_idle_us'])} · device time {us(s['device_time_us'])}"
+        f"wall {us(s['wall_us'])} · device span {us(s.get('device_span_us'))} · busy "
+        f"{us(s['device_busy_us'])} · idle {us(s['device_idle_us'])} · device time "
+        f"{us(s['device_time_us'])}"
     )
     for w in src.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {w}")
