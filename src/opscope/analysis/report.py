@@ -19,7 +19,6 @@ from opscope.analysis.optable import OpTable, op_table, select_window
 from opscope.analysis.steps import StepStats, step_stats
 from opscope.analysis.timeline import TimelineSummary, timeline_summary
 from opscope.trace import Trace, load
-from opscope.trace.derived import build_kernels
 
 REPORT_SCHEMA = "opscope.report/1"
 
@@ -57,10 +56,15 @@ class Report:
     window_steps: tuple[int, int] | None
     findings: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    run_info: dict[str, Any] | None = None  # run.json when the trace came from a run folder
 
     def to_dict(self) -> dict[str, Any]:
         meta = self.trace.meta
         device = self.trace.device.to_dict()
+        captured = (self.run_info or {}).get("device")
+        if isinstance(captured, dict) and captured.get("kind") == device["kind"]:
+            # the run folder knows the device's full name (the trace only knows its kind)
+            device["name"] = captured.get("name") or device["name"]
         device["peaks"] = {}
         if self.ops.device_is_host:
             device["note"] = (
@@ -104,7 +108,7 @@ class Report:
 
 
 def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[KernelRow]:
-    k = select_window(build_kernels(trace.events), steps)
+    k = select_window(trace.kernels, steps)
     k = k.filter(pc.not_equal(k.column("kind").cast(pa.string()), "annotation"))
     if k.num_rows == 0:
         return []
@@ -174,6 +178,7 @@ def analyze(
         steps=step_stats(trace),
         window_steps=steps,
     )
+    report.run_info = _run_info(source)
     if findings:
         ctx = Context(
             trace=trace,
@@ -181,7 +186,7 @@ def analyze(
             timeline=report.timeline,
             steps=report.steps,
             window_steps=steps,
-            run_info=_run_info(source),
+            run_info=report.run_info,
         )
         report.findings = [f.to_dict() for f in run_rules(ctx)]
     return report

@@ -56,7 +56,7 @@ def table(data: dict[str, Any]) -> Table:
         else:
             num = Text(f"DIFFERS ({v['max_abs_err']:.2g})", style="bold red")
         cells: list[str | Text] = [
-            v["name"],
+            Text(v["name"]),
             num,
             f"{v['compile_s']:.2f} s" if v.get("compile_s") is not None else "—",
             f"{us(lat['median'])} ± {us(lat['iqr'])}" if lat else "—",
@@ -78,11 +78,13 @@ def render_text(data: dict[str, Any], width: int = 130) -> str:
     console.print(table(data))
     for v in data["variants"]:
         if v.get("error"):
-            console.print(f"  {v['name']} failed: {v['error']}")
+            console.print(f"  {v['name']} failed: {v['error']}", markup=False)
         elif v.get("numerics_reason") and not v.get("numerics_ok"):
-            console.print(f"  {v['name']}: numerics differ: {v['numerics_reason']}")
+            console.print(f"  {v['name']}: numerics differ: {v['numerics_reason']}", markup=False)
         if v.get("recompiled_during_measurement"):
-            console.print(f"  {v['name']}: recompiled while being measured: not a steady state")
+            console.print(
+                f"  {v['name']}: recompiled while being measured: not a steady state", markup=False
+            )
     return console.export_text()
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from opscope.report.fmt import truncate, us
 
@@ -23,8 +24,11 @@ def _cell(side: dict[str, Any] | None, key: str) -> str:
 def render_text(data: dict[str, Any], top: int = 20, width: int = 110) -> str:
     console = Console(record=True, width=width, file=io.StringIO())
     a, b = data["a"], data["b"]
-    console.print(f"A: {', '.join(a['paths'])} ({a['device']['kind']}, {a['device']['name']})")
-    console.print(f"B: {', '.join(b['paths'])} ({b['device']['kind']}, {b['device']['name']})")
+    for label, side in (("A", a), ("B", b)):
+        dev = side["device"]
+        console.print(
+            f"{label}: {', '.join(side['paths'])} ({dev['kind']}, {dev['name']})", markup=False
+        )
     if data["cross_device"]:
         console.print("[yellow]A and B ran on different devices: a cross-device comparison[/]")
     t = data["totals"]
@@ -48,7 +52,7 @@ def render_text(data: dict[str, Any], top: int = 20, width: int = 110) -> str:
         ca = r["a"]["calls"] if r["a"] else 0
         cb = r["b"]["calls"] if r["b"] else 0
         tab.add_row(
-            truncate(r["name"], name_w),
+            Text(truncate(r["name"], name_w)),
             f"{ca}→{cb}",
             _cell(r["a"], "device_self_us"),
             _cell(r["b"], "device_self_us"),
@@ -60,9 +64,9 @@ def render_text(data: dict[str, Any], top: int = 20, width: int = 110) -> str:
     if f["resolved"] or f["new"]:
         console.print(f"findings resolved: {len(f['resolved'])}, new: {len(f['new'])}")
         for x in f["resolved"][:top]:
-            console.print(f"  ✓ resolved: {x['title']}")
+            console.print(f"  ✓ resolved: {x['title']}", markup=False)
         for x in f["new"][:top]:
-            console.print(f"  ✗ new: {x['title']}")
+            console.print(f"  ✗ new: {x['title']}", markup=False)
     return console.export_text()
 
 

@@ -6,7 +6,9 @@ import io
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from opscope.report.fmt import pct, truncate, us
 
@@ -26,7 +28,7 @@ def ops_table(data: dict[str, Any], top: int = 20, name_width: int = 38) -> Tabl
     t.add_column("share", justify="right")
     for r in data["ops"][:top]:
         t.add_row(
-            truncate(r["name"], name_width),
+            Text(truncate(r["name"], name_width)),
             str(r["calls"]),
             us(r["cpu_self_us"]),
             us(r["cpu_total_us"]),
@@ -46,11 +48,11 @@ def kernels_table(data: dict[str, Any], top: int = 10, name_width: int = 44) -> 
     t.add_column("op", no_wrap=True, max_width=20)
     for k in data["kernels"][:top]:
         t.add_row(
-            truncate(k["name"], name_width),
+            Text(truncate(k["name"], name_width)),
             str(k["calls"]),
             us(k["device_us"]),
             us(k["mean_us"]),
-            truncate(k.get("op") or "—", 20),
+            Text(truncate(k.get("op") or "—", 20)),
         )
     return t
 
@@ -60,30 +62,34 @@ def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
     src = data["source"]
     s = data["summary"]
     console.print(
-        f"[bold]{', '.join(src['paths'])}[/bold]  {src['events']} events · device "
-        f"[bold]{dev['kind']}[/bold] ({dev['name']})"
+        f"[bold]{escape(', '.join(src['paths']))}[/bold]  {src['events']} events · device "
+        f"[bold]{escape(dev['kind'])}[/bold] ({escape(dev['name'])})"
     )
     if dev.get("note"):
-        console.print(f"[dim]{dev['note']}[/dim]")
+        console.print(f"[dim]{escape(dev['note'])}[/dim]")
     console.print(
         f"wall {us(s['wall_us'])} · device span {us(s.get('device_span_us'))} · busy "
         f"{us(s['device_busy_us'])} · idle {us(s['device_idle_us'])} · device time "
         f"{us(s['device_time_us'])}"
     )
     for w in src.get("warnings", []):
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     width = console.width
     console.print(ops_table(data, top, name_width=max(16, width - 74)))
     if data["kernels"]:
         console.print(kernels_table(data, min(top, 10), name_width=max(16, width - 66)))
     findings = data.get("findings") or []
     if findings:
-        console.print("[bold]Findings[/bold]")
+        console.print("[bold]Findings[/bold] (ranked by time at stake)")
+        styles = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
         for f in findings[:top]:
-            console.print(
-                f"• [{f.get('severity', '')}] {f['title']} — {us(f.get('time_at_stake_us'))} at "
-                f"stake. {f.get('recommendation', '')}"
-            )
+            sev = str(f.get("severity", ""))
+            line = Text("• ")
+            line.append(f"{sev:<6}", style=styles.get(sev, ""))
+            line.append(f" {f['title']}", style="bold")
+            line.append(f" — {us(f.get('time_at_stake_us'))} at stake. ")
+            line.append(str(f.get("recommendation", "")))
+            console.print(line)
 
 
 def render(data: dict[str, Any], width: int = 100, top: int = 20) -> str:

@@ -1,0 +1,32 @@
+"""Terminal renderers print trace strings literally: rich markup in an op name is not markup."""
+
+from __future__ import annotations
+
+from opscope.analysis.report import analyze
+from opscope.report import text
+from opscope.trace import load_document
+
+NAME = "aten::index[/bold][red]x"
+
+
+def _doc() -> dict[str, object]:
+    ev = [
+        {"ph": "X", "cat": "cpu_op", "name": NAME, "pid": 1, "tid": 1, "ts": 10.0, "dur": 5.0},
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "[bold]aten::add",
+            "pid": 1,
+            "tid": 1,
+            "ts": 20.0,
+            "dur": 5.0,
+        },
+    ]
+    return {"traceEvents": ev}
+
+
+def test_text_renderer_does_not_interpret_markup_in_trace_strings() -> None:
+    out = text.render(analyze(load_document(_doc(), "[red]markup.json")).to_dict(), width=100)
+    assert NAME in out
+    assert "[bold]aten::add" in out
+    assert "[red]markup.json" in out
