@@ -9,7 +9,17 @@ from opscope.analysis.findings.base import Context, Evidence, Finding, Rule
 __all__ = ["RULE_MODULES", "Context", "Evidence", "Finding", "Rule", "rules", "run_rules"]
 
 # Rule modules, in no particular order (findings are ranked by time at stake).
-RULE_MODULES: tuple[str, ...] = ()
+RULE_MODULES: tuple[str, ...] = (
+    "hotspots",
+    "fusion",
+    "idle_gaps",
+    "sync_stalls",
+    "h2d_copies",
+    "launch_bound",
+    "compile",
+    "dtype",
+    "profile_quality",
+)
 
 
 def rules() -> list[Rule]:

@@ -84,6 +84,8 @@ class Context:
     steps: list[StepStats]
     window_steps: tuple[int, int] | None = None
     run_info: dict[str, Any] | None = None  # run.json of a run folder, when there is one
+    # Intermediate arrays shared between rules (see ``findings._view``); not part of the contract.
+    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def events(self) -> pa.Table:
@@ -95,17 +97,15 @@ class Context:
     def ops(self) -> pa.Table:
         """Per-event op table (``trace.derived.build_ops``) in the window."""
         from opscope.analysis.optable import select_window
-        from opscope.trace.derived import build_ops
 
-        return select_window(build_ops(self.trace.events), self.window_steps)
+        return select_window(self.trace.ops, self.window_steps)
 
     @cached_property
     def kernels(self) -> pa.Table:
         """Per-execution device table (``trace.derived.build_kernels``) in the window."""
         from opscope.analysis.optable import select_window
-        from opscope.trace.derived import build_kernels
 
-        return select_window(build_kernels(self.trace.events), self.window_steps)
+        return select_window(self.trace.kernels, self.window_steps)
 
     @property
     def device_is_host(self) -> bool:

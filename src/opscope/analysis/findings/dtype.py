@@ -1,0 +1,213 @@
+"""dtype: device work in a slower number format than the program needs.
+
+Contract: the op that issued each device execution in the window is read from its recorded
+``Input Dims``/``Input type`` (present when the profile used ``record_shapes=True``; without
+shapes the rule cannot see dtypes and stays silent).
+
+* **float64 on a device** - executions whose op has a ``double`` tensor input of at least one
+  dimension (a Python ``float`` becomes a 0-dim double and is not counted).  GPUs run float64 at
+  1/2 to 1/64 of the float32 rate; Neuron has no float64 and silently computes in float32.
+  ``time_at_stake_us``: half of their device time (float32 is at least twice as fast on every
+  GPU).  Threshold: at least :data:`MIN_WALL_SHARE` (1 %) of the window's wall time.
+* **fp32 matmuls on a GPU** (CUDA/ROCm) - kernels of ``mm``/``addmm``/``bmm``/``baddbmm``/
+  ``matmul``/``linear`` whose inputs are ``float`` and whose kernel name shows no TF32/XF32
+  tensor-core path (``tf32``, ``xf32``, ``s1688``, ``s16816``).  Tensor-core formats (TF32,
+  bf16, fp16) run matmuls several times faster; ``time_at_stake_us`` is half of those kernels'
+  time (a conservative 2x).  Threshold: at least :data:`MIN_MATMUL_DEVICE_SHARE` (5 %) of the
+  window's device time and :data:`MIN_WALL_SHARE` of its wall time.
+
+On a CPU-only trace float64 may be what the program wants and there are no tensor cores: no
+finding.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow.compute as pc
+
+from opscope.analysis.findings._view import (
+    EventView,
+    fmt_us,
+    ids_evidence,
+    pct,
+    severity,
+    share,
+    tensor_inputs,
+    view,
+)
+from opscope.analysis.findings.base import Context, Finding, Rule
+
+MIN_WALL_SHARE = 0.01
+MIN_MATMUL_DEVICE_SHARE = 0.05
+SPEEDUP_SHARE = 0.5  # fraction of the time a faster format saves, conservatively
+MATMUL_OPS = frozenset(
+    (
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "aten::baddbmm",
+        "aten::matmul",
+        "aten::linear",
+        "aten::_addmm_activation",
+    )
+)
+TENSOR_CORE = re.compile(r"tf32|xf32|s1688|s16816|_tf32|f32_f32_tf32", re.IGNORECASE)
+
+
+def _arg_rows_with(ctx: Context, v: EventView, needle: str) -> np.ndarray:
+    """Rows whose args text contains ``needle`` (one vectorised pass over the column)."""
+    args = ctx.trace.events.column("args")
+    hit = pc.fill_null(pc.match_substring(args, needle), False)
+    return np.flatnonzero(np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool))
+
+
+def run(ctx: Context) -> list[Finding]:
+    v = view(ctx)
+    if v.device_is_host or v.n == 0:
+        return []
+    out: list[Finding] = []
+    ex = np.flatnonzero(v.is_exec & (v.op >= 0))
+    if len(ex) == 0:
+        return []
+    kind = ctx.trace.device.kind
+    f64 = _float64(ctx, v, ex, kind)
+    if f64 is not None:
+        out.append(f64)
+    if kind in ("cuda", "rocm"):
+        mm = _fp32_matmul(ctx, v, ex, kind)
+        if mm is not None:
+            out.append(mm)
+    return out
+
+
+def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding | None:
+    cand = _arg_rows_with(ctx, v, '"double"')
+    doubles = {
+        r
+        for r in cand.tolist()
+        if v.is_op[r] and any(t == "double" and len(s) >= 1 for s, t in tensor_inputs(v.args(r)))
+    }
+    if not doubles:
+        return None
+    hit = ex[np.isin(v.op[ex], np.fromiter(doubles, np.int64, len(doubles)))]
+    dev_us = float(v.exec_dur[hit].sum()) / 1e3
+    at_stake = SPEEDUP_SHARE * dev_us
+    if len(hit) == 0 or share(ctx, at_stake) < MIN_WALL_SHARE:
+        return None
+    ops: dict[str, float] = {}
+    for r in hit.tolist():
+        nm = str(v.name[v.op[r]])
+        ops[nm] = ops.get(nm, 0.0) + v.exec_dur[r] / 1e3
+    top = sorted(ops.items(), key=lambda kv: -kv[1])[:5]
+    names = ", ".join(n for n, _ in top[:3])
+    if kind == "neuron":
+        fix = (
+            f"float64 tensors reach the device ({names}); Neuron has no float64 and computes "
+            "them in float32 anyway. Create them as float32 (or bf16) explicitly: "
+            "torch.set_default_dtype(torch.float32), dtype=torch.float32 in torch.tensor/"
+            "from_numpy(...).float()."
+        )
+    else:
+        fix = (
+            f"float64 work on the device ({names}). Unless the algorithm needs it, use float32 "
+            "(or bf16): NumPy arrays arrive as float64 - convert with .float() or "
+            "torch.from_numpy(a).to(torch.float32); avoid torch.set_default_dtype(torch.float64)."
+        )
+    sh = share(ctx, at_stake)
+    return Finding(
+        kind="dtype",
+        severity=severity(sh),
+        title=f"float64 work on the device: {len(hit)} executions, {fmt_us(dev_us)} ({names})",
+        time_at_stake_us=at_stake,
+        share=sh,
+        evidence=[
+            ids_evidence(v, hit[np.argsort(-v.exec_dur[hit])].tolist(), note="float64 executions")
+        ],
+        recommendation=fix,
+        confidence="high",
+        details={
+            "format": "float64",
+            "executions": len(hit),
+            "device_us": dev_us,
+            "ops": dict(top),
+            "assumed_speedup_share": SPEEDUP_SHARE,
+        },
+    )
+
+
+def _fp32_matmul(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding | None:
+    k = ex[v.kind[ex] == "kernel"]
+    op = v.op[k]
+    is_mm = np.isin(v.name[op], sorted(MATMUL_OPS))
+    k, op = k[is_mm], op[is_mm]
+    if len(k) == 0:
+        return None
+    fp32_ops: dict[int, bool] = {}
+    keep = np.zeros(len(k), dtype=bool)
+    for i, (kr, o) in enumerate(zip(k.tolist(), op.tolist(), strict=True)):
+        if o not in fp32_ops:
+            ins = tensor_inputs(v.args(o))
+            fp32_ops[o] = bool(ins) and all(t == "float" for s, t in ins if len(s) >= 2)
+        keep[i] = fp32_ops[o] and not TENSOR_CORE.search(str(v.name[kr]))
+    hit = k[keep]
+    dev_us = float(v.exec_dur[hit].sum()) / 1e3
+    total = ctx.op_table.device_time_us
+    if len(hit) == 0 or total <= 0 or dev_us / total < MIN_MATMUL_DEVICE_SHARE:
+        return None
+    at_stake = SPEEDUP_SHARE * dev_us
+    if share(ctx, at_stake) < MIN_WALL_SHARE:
+        return None
+    major = _compute_major(ctx)
+    if kind == "cuda" and major is not None and major < 8:
+        fix = (
+            "float32 matmuls on a GPU without TF32/bf16: run them in fp16 with "
+            'torch.autocast("cuda", dtype=torch.float16) (and a GradScaler when training).'
+        )
+    else:
+        fix = (
+            "float32 matmuls without tensor cores. Allow TF32 with "
+            'torch.set_float32_matmul_precision("high") (a one-line change, ~1e-3 relative '
+            'precision), or run the model in bf16: torch.autocast("cuda", dtype=torch.bfloat16).'
+        )
+    names = sorted({str(v.name[o]) for o in v.op[hit].tolist()})
+    sh = share(ctx, at_stake)
+    return Finding(
+        kind="dtype",
+        severity=severity(sh),
+        title=(
+            f"fp32 matmuls without tensor cores: {pct(dev_us / total)} of device time "
+            f"({len(hit)} kernels of {', '.join(names[:3])})"
+        ),
+        time_at_stake_us=at_stake,
+        share=sh,
+        evidence=[
+            ids_evidence(v, hit[np.argsort(-v.exec_dur[hit])].tolist(), note="fp32 matmul kernels")
+        ],
+        recommendation=fix,
+        confidence="medium",
+        details={
+            "format": "float32 matmul",
+            "kernels": len(hit),
+            "device_us": dev_us,
+            "device_share": dev_us / total,
+            "ops": names,
+            "compute_capability_major": major,
+            "assumed_speedup_share": SPEEDUP_SHARE,
+        },
+    )
+
+
+def _compute_major(ctx: Context) -> int | None:
+    for p in ctx.trace.meta.device_properties:
+        if isinstance(p, dict) and isinstance(p.get("computeMajor"), int):
+            return int(p["computeMajor"])
+    return None
+
+
+RULE = Rule(
+    name="dtype",
+    description="float64 work on a device; fp32 matmuls where TF32/bf16 tensor cores exist",
+    run=run,
+)

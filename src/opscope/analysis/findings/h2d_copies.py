@@ -1,0 +1,165 @@
+"""h2d_copies: host-to-device copies that recur in the steady state, and the op behind each.
+
+Contract: a host-to-device copy is, in the window,
+
+* a device memcpy whose name says host to device (``Memcpy HtoD (Pageable -> Device)``,
+  ``Memcpy HtoD (Pinned -> Device)``, ROCm ``CopyHostToDevice``);
+* a runtime call that writes host memory to the device without a device event of its own
+  (Neuron ``nrt_tensor_write``, MTIA ``memcpyHtoD``).
+
+Copies are grouped by the op the program called to cause them (the unit of
+:mod:`opscope.analysis.findings._view`: ``aten::to``, ``aten::copy_``, or an ``aten::add``
+whose CPU scalar-tensor operand had to be moved) and the scope around it.  A group's cost
+(``time_at_stake_us``) is, per copy, the longer of the device copy and the host call that
+issued it (pageable copies block the host for their whole length).
+
+Steady state: a group is reported only when its copies recur - at least :data:`MIN_COPIES`
+copies in the window, and, when the window has two or more profiler steps, copies in at least
+two of them - so a one-time upload of weights or of the first batch is not a finding.
+
+Threshold: the group's cost is at least :data:`MIN_WALL_SHARE` (1 %) of the window's wall time
+and at least :data:`MIN_US`; at most :data:`MAX_FINDINGS` groups.  The advice depends on the
+size: copies of at most :data:`SMALL_BYTES` are scalars or tiny tensors created on the host
+each step (create them on the device once, or use a Python scalar); larger pageable copies want
+``pin_memory`` and ``non_blocking``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from opscope.analysis.findings._view import (
+    EventView,
+    fmt_us,
+    ids_evidence,
+    severity,
+    share,
+    view,
+)
+from opscope.analysis.findings.base import Context, Finding, Rule
+
+MIN_COPIES = 2
+MIN_WALL_SHARE = 0.01
+MIN_US = 10.0
+SMALL_BYTES = 1024
+MAX_FINDINGS = 5
+
+DEVICE_H2D = r"HtoD|Host ?-?> ?Device|HostToDevice"
+RUNTIME_H2D = r"nrt_tensor_write|memcpyHtoD"
+
+
+def _bytes(v: EventView, row: int) -> int | None:
+    b = v.args(row).get("bytes")
+    return int(b) if isinstance(b, (int, float)) else None
+
+
+def run(ctx: Context) -> list[Finding]:
+    v = view(ctx)
+    if v.device_is_host or v.n == 0:
+        return []
+    dev = np.flatnonzero(v.is_exec & (v.kind == "memcpy"))
+    dev = dev[v.name_matches(DEVICE_H2D, ignore_case=True)[dev]]
+    rt = np.flatnonzero(
+        (v.source == "runtime") & v.in_window & v.name_matches(RUNTIME_H2D, ignore_case=True)
+    )
+    # a runtime write that launched a device copy is already counted by that copy
+    launched = set(v.launch[dev].tolist())
+    rt = np.asarray([r for r in rt.tolist() if r not in launched], dtype=np.int64)
+    rows = np.concatenate([dev, rt]).astype(np.int64)
+    if len(rows) == 0:
+        return []
+    op = v.op[rows]
+    unit = v.unit_of(op)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for r, u in zip(rows.tolist(), unit.tolist(), strict=True):
+        if u >= 0:
+            scope_row = v.user_scope(u)
+            scope = str(v.name[scope_row]) if scope_row >= 0 else ""
+            key = (str(v.name[u]), scope)
+        else:
+            key = ("(no op recorded)", "")
+        groups.setdefault(key, []).append(r)
+
+    n_steps = len({int(s) for s in v.step[rows].tolist() if s >= 0})
+    floor = max(MIN_US, MIN_WALL_SHARE * ctx.wall_us)
+    scored = []
+    for key, rs in groups.items():
+        arr = np.asarray(rs, dtype=np.int64)
+        if len(arr) < MIN_COPIES:
+            continue
+        steps = {int(s) for s in v.step[arr].tolist() if s >= 0}
+        if n_steps >= 2 and len(steps) < 2:
+            continue
+        launch = v.launch[arr]
+        host = np.where(launch >= 0, v.dur[np.maximum(launch, 0)], 0)
+        cost_us = float(np.maximum(v.dur[arr], host).sum()) / 1e3
+        if cost_us >= floor:
+            scored.append((cost_us, key, arr))
+    scored.sort(key=lambda t: -t[0])
+    return [_finding(ctx, v, key, arr, cost) for cost, key, arr in scored[:MAX_FINDINGS]]
+
+
+def _finding(
+    ctx: Context, v: EventView, key: tuple[str, str], arr: np.ndarray, cost_us: float
+) -> Finding:
+    op_name, scope = key
+    sizes = [b for b in (_bytes(v, int(r)) for r in arr) if b is not None]
+    mean_bytes = sum(sizes) / len(sizes) if sizes else None
+    pageable = int(sum("Pageable" in str(n) for n in v.name[arr]))
+    first_op = int(v.op[arr[0]])
+    chain = v.chain(first_op, limit=4) if first_op >= 0 else op_name
+    where = f" in {scope}" if scope else ""
+    if mean_bytes is not None and mean_bytes <= SMALL_BYTES:
+        fix = (
+            f"{op_name}{where} copies a tiny host tensor ({mean_bytes:.0f} B on average) to "
+            "the device every time - typically a CPU scalar tensor (torch.tensor(0.5), a "
+            "tensor built from a Python list) combined with a device tensor. Create it on the "
+            "device once (torch.tensor(..., device=x.device), outside the loop) or pass a "
+            "Python number instead of a tensor."
+        )
+    elif pageable:
+        fix = (
+            f"{op_name}{where} copies from pageable host memory, which blocks the host and "
+            "runs at reduced bandwidth. Pin the source (DataLoader(pin_memory=True) or "
+            "tensor.pin_memory()) and copy with .to(device, non_blocking=True) so the copy "
+            "overlaps compute; or keep the data on the device between steps."
+        )
+    else:
+        fix = (
+            f"{op_name}{where} copies host data to the device every step. Keep the data on the "
+            "device between steps, or prefetch the next batch on a side stream with "
+            "non_blocking=True so the copy overlaps compute."
+        )
+    sh = share(ctx, cost_us)
+    size = (
+        f", {mean_bytes / 1e6:.2f} MB each"
+        if mean_bytes and mean_bytes > SMALL_BYTES
+        else (f", {mean_bytes:.0f} B each" if mean_bytes is not None else "")
+    )
+    return Finding(
+        kind="h2d_copies",
+        severity=severity(sh),
+        title=f"{len(arr)} host-to-device copies caused by {op_name}{where}{size}",
+        time_at_stake_us=cost_us,
+        share=sh,
+        evidence=[ids_evidence(v, arr.tolist(), note=f"host-to-device copies from {chain}")],
+        recommendation=fix + f" At most {fmt_us(cost_us)} to gain.",
+        confidence="high" if first_op >= 0 else "low",
+        details={
+            "op": op_name,
+            "issued_by": chain,
+            "scope": scope or None,
+            "copies": len(arr),
+            "pageable": pageable,
+            "mean_bytes": mean_bytes,
+            "total_bytes": sum(sizes) if sizes else None,
+            "device_us": float(v.dur[arr].sum()) / 1e3,
+        },
+    )
+
+
+RULE = Rule(
+    name="h2d_copies",
+    description="Recurring host-to-device copies in the steady state and the op behind each",
+    run=run,
+)

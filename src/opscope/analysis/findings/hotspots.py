@@ -1,0 +1,119 @@
+"""hotspots: the ops that hold most of the device time, and what kind of hotspot each is.
+
+Contract: one finding per op (by name, from the op table's ``device_self_us``: the device time
+of the work the op launched directly; on a CPU-only trace the execution of its computing
+leaves) among the top :data:`MAX_FINDINGS` ops.
+
+Threshold: an op is a hotspot when its device self time is at least :data:`MIN_DEVICE_SHARE`
+(10 %) of all device time in the window *and* at least :data:`MIN_WALL_SHARE` (1 %) of the
+window's wall time, and the window holds at least :data:`MIN_DEVICE_US` of device time (a
+trace with a handful of microseconds of work says nothing about hotspots).
+
+Character (``details.character``), from the op's executions in the window:
+
+* ``one expensive kernel`` - at most :data:`FEW_CALLS` executions, or the longest execution
+  carries at least half the op's device time: look at that execution's shapes, dtype and
+  algorithm (roofline), not at launch overhead.
+* ``many small executions`` - at least :data:`MANY_CALLS` executions with a mean below
+  :data:`SMALL_MEAN_US`: launch and dispatch overhead and memory traffic dominate; fuse,
+  batch or capture them (``torch.compile``, CUDA graphs).
+* ``repeated executions`` - anything in between.
+
+``time_at_stake_us`` is the op's device self time: removing the op entirely is the most any fix
+can save.  Severity is ``info`` below 30 % of the device time, ``medium`` above: a hotspot is a
+pointer to where to look, not a defect in itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from opscope.analysis.findings._view import fmt_us, ids_evidence, pct, share, view
+from opscope.analysis.findings.base import Context, Finding, Rule
+
+MIN_DEVICE_SHARE = 0.10
+MIN_WALL_SHARE = 0.01
+MIN_DEVICE_US = 50.0
+MAX_FINDINGS = 5
+FEW_CALLS = 3
+MANY_CALLS = 20
+SMALL_MEAN_US = 20.0
+EVIDENCE_EXECUTIONS = 20
+
+
+def run(ctx: Context) -> list[Finding]:
+    table = ctx.op_table
+    total = table.device_time_us
+    if total < MIN_DEVICE_US:
+        return []
+    v = view(ctx)
+    exec_rows = np.flatnonzero(v.is_exec)
+    exec_op = v.op[exec_rows]
+    exec_op_name = np.where(exec_op >= 0, v.name[np.maximum(exec_op, 0)], "")
+    out: list[Finding] = []
+    for row in table.sorted("device_self_us")[:MAX_FINDINGS]:
+        dev_share = row.device_self_us / total
+        if dev_share < MIN_DEVICE_SHARE or share(ctx, row.device_self_us) < MIN_WALL_SHARE:
+            continue
+        mine = exec_rows[exec_op_name == row.name]
+        durs = v.exec_dur[mine] / 1e3
+        calls = len(mine) or row.device_calls
+        longest = float(durs.max()) if len(durs) else 0.0
+        mean = row.device_self_us / calls if calls else 0.0
+        if calls <= FEW_CALLS or longest >= 0.5 * row.device_self_us:
+            character = "one expensive kernel"
+            advice = (
+                f"Look at the longest execution of {row.name} ({fmt_us(longest)}): its shapes, "
+                "dtype and algorithm decide the time (check it against the device's peak; use "
+                "bf16/tf32 for matmuls, a better layout, or a fused built-in)."
+            )
+        elif calls >= MANY_CALLS and mean < SMALL_MEAN_US:
+            character = "many small executions"
+            advice = (
+                f"{row.name} runs {calls} times at {fmt_us(mean)} each: per-launch overhead "
+                "and memory round trips dominate. Batch the calls (one call over stacked "
+                "inputs), fuse them with their neighbours (torch.compile of the enclosing "
+                "module), or capture the step with CUDA graphs "
+                '(torch.compile(mode="reduce-overhead")).'
+            )
+        else:
+            character = "repeated executions"
+            advice = (
+                f"{row.name} runs {calls} times at {fmt_us(mean)} each; speed up the op itself "
+                "(dtype, shapes, a fused built-in) or call it less often."
+            )
+        top = mine[np.argsort(-v.exec_dur[mine], kind="stable")[:EVIDENCE_EXECUTIONS]]
+        at_stake = row.device_self_us
+        out.append(
+            Finding(
+                kind="hotspots",
+                severity="medium" if dev_share >= 0.30 else "info",
+                title=(
+                    f"{row.name} holds {pct(dev_share)} of device time "
+                    f"({character}: {calls} × {fmt_us(mean)})"
+                ),
+                time_at_stake_us=at_stake,
+                share=share(ctx, at_stake),
+                evidence=[ids_evidence(v, top.tolist(), note=f"longest executions of {row.name}")],
+                recommendation=advice,
+                confidence="high",
+                details={
+                    "op": row.name,
+                    "character": character,
+                    "calls": calls,
+                    "device_self_us": row.device_self_us,
+                    "device_share": dev_share,
+                    "mean_us": mean,
+                    "max_us": longest,
+                    "cpu_total_us": row.cpu_total_us,
+                },
+            )
+        )
+    return out
+
+
+RULE = Rule(
+    name="hotspots",
+    description="Top ops by device time: one expensive kernel or many small executions",
+    run=run,
+)

@@ -1,0 +1,152 @@
+"""idle_gaps: long stretches where the device did nothing, and what it was waiting for.
+
+Contract: from the window's device idle gaps (:func:`opscope.analysis.findings._view.gaps`:
+per device, all its streams merged, between its first and last execution in the window), the
+gaps of at least :data:`MIN_GAP_US` are summed per cause:
+
+* ``host`` - the device waited for the host to submit the next work (the launch call of the
+  execution that ends the gap had not returned when the device went idle).  The finding names
+  what the host was doing meanwhile: the top-level ops of the launching thread that overlap the
+  gap (a data loader's ``__next__``, an optimizer step, Python between ops).
+* ``kernel-to-kernel`` - work was already queued: the device waited on a dependency (event or
+  stream wait, another device, a copy) between two executions.
+* ``other`` - the next execution has no launch in the trace (collectives, graph replays).
+
+Shorter gaps are the launch-overhead bubbles of :mod:`.launch_bound`; together the two rules
+never count a gap twice.  On a CPU-only trace the device is the host itself: no finding.
+
+Threshold: a cause is reported when its gaps of at least :data:`MIN_GAP_US` (100 µs) sum to at
+least :data:`MIN_WALL_SHARE` (2 %) of the window's wall time.  ``time_at_stake_us`` is that
+sum: the device could have run during all of it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from opscope.analysis.findings._view import (
+    Gaps,
+    fmt_us,
+    gaps,
+    host_activity,
+    pct,
+    range_evidence,
+    severity,
+    share,
+    top_level_ops,
+    view,
+)
+from opscope.analysis.findings.base import Context, Evidence, Finding, Rule
+
+MIN_GAP_US = 100.0
+MIN_WALL_SHARE = 0.02
+EVIDENCE_GAPS = 10
+HOST_NAMES = 5
+
+_ADVICE = {
+    "host": (
+        "The device waits for the host. Find what the host does in these gaps (see details."
+        "host_activity): a data loader -> DataLoader(num_workers>0, pin_memory=True, "
+        "persistent_workers=True) and prefetching; Python work per step -> move it off the "
+        "critical path or batch it; many tiny ops -> torch.compile / CUDA graphs."
+    ),
+    "kernel-to-kernel": (
+        "Work was queued but the device sat idle between executions: look at the stream and "
+        "event waits ending these gaps (cross-stream dependencies, copies on another engine, "
+        "collectives of other ranks) and overlap them, or remove the dependency."
+    ),
+    "other": (
+        "The executions after these gaps have no launch call in the trace (collectives, graph "
+        "replays, another process): check what they wait for, e.g. a slower rank."
+    ),
+}
+
+
+def run(ctx: Context) -> list[Finding]:
+    g = gaps(ctx)
+    if len(g.start) == 0:
+        return []
+    long = g.length >= MIN_GAP_US * 1e3
+    out: list[Finding] = []
+    for cause in ("host", "kernel-to-kernel", "other"):
+        sel = np.flatnonzero(long & (g.cause == cause))
+        total_us = float(g.length[sel].sum()) / 1e3
+        if len(sel) == 0 or share(ctx, total_us) < MIN_WALL_SHARE:
+            continue
+        out.append(_finding(ctx, g, sel, cause, total_us))
+    return out
+
+
+def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float) -> Finding:
+    v = view(ctx)
+    biggest = sel[np.argsort(-g.length[sel], kind="stable")]
+    evidence: list[Evidence] = []
+    for i in biggest[:EVIDENCE_GAPS].tolist():
+        nxt = int(g.next_exec[i])
+        ev = range_evidence(
+            int(g.start[i]),
+            int(g.end[i]),
+            note=f"{fmt_us(g.length[i] / 1e3)} idle before {v.name[nxt]}",
+        )
+        ev.event_ids = [v.event_id(nxt)] + (
+            [v.event_id(int(g.launch[i]))] if g.launch[i] >= 0 else []
+        )
+        evidence.append(ev)
+    details: dict[str, object] = {
+        "cause": cause,
+        "gaps": len(sel),
+        "idle_us": total_us,
+        "mean_gap_us": total_us / len(sel),
+        "max_gap_us": float(g.length[biggest[0]]) / 1e3,
+        "min_gap_us_counted": MIN_GAP_US,
+    }
+    title = (
+        f"Device idle {pct(share(ctx, total_us))} of the time in {len(sel)} gaps ≥ "
+        f"{fmt_us(MIN_GAP_US)}"
+    )
+    advice = _ADVICE[cause]
+    if cause == "host":
+        tops = top_level_ops(v)
+        activity: dict[str, int] = {}
+        for i in sel.tolist():
+            lr = int(g.launch[i])
+            key = (int(v.rank[lr]), str(v.pid[lr]), str(v.tid[lr]))
+            for nm, ns in host_activity(
+                v, tops.get(key, np.zeros(0, np.int64)), int(g.start[i]), int(g.end[i])
+            ).items():
+                activity[nm] = activity.get(nm, 0) + ns
+        ranked = sorted(activity.items(), key=lambda kv: -kv[1])[:HOST_NAMES]
+        details["host_activity"] = {nm: ns / 1e3 for nm, ns in ranked}
+        title += " waiting for the host"
+        if ranked:
+            title += f" (mostly in {ranked[0][0]})"
+            if "dataloader" in ranked[0][0].lower():
+                advice = (
+                    f"The host spends the gaps in {ranked[0][0]}: load data in background "
+                    "workers - DataLoader(num_workers=4 or more, pin_memory=True, "
+                    "persistent_workers=True, prefetch_factor=2) - and copy batches with "
+                    ".to(device, non_blocking=True)."
+                )
+    elif cause == "kernel-to-kernel":
+        title += " with work already queued"
+    else:
+        title += " before unlaunched work"
+    sh = share(ctx, total_us)
+    return Finding(
+        kind="idle_gaps",
+        severity=severity(sh),
+        title=title,
+        time_at_stake_us=total_us,
+        share=sh,
+        evidence=evidence,
+        recommendation=advice,
+        confidence="high" if cause == "host" else "medium",
+        details=details,
+    )
+
+
+RULE = Rule(
+    name="idle_gaps",
+    description="Device idle gaps above a threshold, attributed to host wait or dependencies",
+    run=run,
+)

@@ -1,0 +1,208 @@
+"""profile_quality: problems of the profile itself that make the other numbers wrong or partial.
+
+Contract: each check below yields at most one finding.  Their ``time_at_stake_us`` is 0 (they
+cost nothing in the program; they limit what the analysis can say) except profiling overhead,
+whose time is in the window.  Severity says how far the rest of the report can be trusted.
+
+* **no device events** (high) - the trace holds runtime kernel launches, or ``run.json`` names
+  an accelerator, but not one device execution: the device activity was not recorded (CUDA /
+  XPU / PrivateUse1 activity missing from ``activities``) or the profiler stopped before the
+  device finished (no synchronize before the profiler's step/exit).
+* **empty window** (high) - the selected steps hold no events, or the window has no duration.
+* **truncated or repaired trace** (medium) - the reader reported warnings
+  (``ctx.trace.meta.warnings``: a cut file, a recovered tail).
+* **skipped malformed events** (low) - ``ctx.trace.meta.skipped`` counts events the reader
+  could not use, other than instant events (``ph`` i/I), which carry no duration by design.
+* **profiling overhead** - profiler bookkeeping events (``Activity Buffer Request``, category
+  ``overhead``, ``CUPTI``/``Profiler overhead``) summing to at least :data:`MIN_OVERHEAD_SHARE`
+  (1 %) of the window's wall time.
+* **last step incomplete** (medium) - with at least :data:`MIN_STEPS` steps, the last one has
+  fewer than :data:`LAST_STEP_RATIO` (half) of the median device executions of the others
+  (the profiler stopped before the device finished it: no synchronize at the step's end).
+* **no PyTorch events** (high) - events were read, but none of a category the analysis knows
+  (framework ops, runtime calls, device executions): not a PyTorch/Kineto profile.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from opscope.analysis.findings._view import fmt_us, ids_evidence, pct, severity, share, view
+from opscope.analysis.findings.base import Context, Evidence, Finding, Rule
+
+MIN_OVERHEAD_SHARE = 0.01
+MIN_STEPS = 3
+LAST_STEP_RATIO = 0.5
+BENIGN_SKIPS = re.compile(r"untimed event \(ph [iI]\)")
+OVERHEAD_RE = r"Activity Buffer Request|CUPTI.*overhead|Profiler overhead"
+LAUNCH_RE = r"LaunchKernel|LaunchCooperativeKernel|GraphLaunch|ModuleLaunch"
+
+
+def _finding(
+    kind_title: str,
+    severity_: str,
+    fix: str,
+    details: dict[str, object],
+    *,
+    at_stake: float = 0.0,
+    sh: float = 0.0,
+    evidence: list[Evidence] | None = None,
+) -> Finding:
+    return Finding(
+        kind="profile_quality",
+        severity=severity_,
+        title=kind_title,
+        time_at_stake_us=at_stake,
+        share=sh,
+        evidence=evidence or [],
+        recommendation=fix,
+        confidence="high",
+        details=details,
+    )
+
+
+def run(ctx: Context) -> list[Finding]:
+    v = view(ctx)
+    meta = ctx.trace.meta
+    out: list[Finding] = []
+    n_device = int(np.count_nonzero(v.source == "device"))
+    info_device = (ctx.run_info or {}).get("device") or {}
+    run_kind = info_device.get("kind") if isinstance(info_device, dict) else None
+    rt = np.flatnonzero(v.source == "runtime")
+    launches = rt[v.name_matches(LAUNCH_RE, ignore_case=True)[rt]]
+    if n_device == 0 and (len(launches) or (run_kind not in (None, "cpu"))):
+        out.append(
+            _finding(
+                "No device executions in the trace although "
+                + (
+                    f"{len(launches)} kernel launches were recorded"
+                    if len(launches)
+                    else f"the run used a {run_kind} device"
+                ),
+                "high",
+                "Record the device activity (torch.profiler activities must include the "
+                "device's: CUDA for CUDA/ROCm, XPU, PrivateUse1 for Neuron and other plug-in "
+                "devices - opscope.profile picks it), and synchronize the device before the "
+                "profiler stops (torch.cuda.synchronize() / opscope's p.step()). Device "
+                "columns of this report are empty.",
+                {"launches": len(launches), "run_device": run_kind},
+                evidence=[ids_evidence(v, launches[:50].tolist(), note="launches")],
+            )
+        )
+    known = int(np.count_nonzero(v.source != "other"))
+    if v.n and known == 0:
+        out.append(
+            _finding(
+                f"No PyTorch profiler events recognised ({v.n} events of other categories)",
+                "high",
+                "This trace holds no framework ops, runtime calls or device executions in the "
+                "categories torch.profiler writes (cpu_op, cuda_runtime, kernel, ...): it is "
+                "not a Kineto trace of a PyTorch program, or its categories are renamed. Record "
+                "it with torch.profiler / opscope.profile.",
+                {"events": v.n, "categories": sorted({str(c) for c in v.cat})[:20]},
+            )
+        )
+    elif v.n and (not v.in_window.any() or ctx.wall_us <= 0):
+        out.append(
+            _finding(
+                "The analysed window is empty"
+                + (
+                    f" (steps {ctx.window_steps[0]}..{ctx.window_steps[1]})"
+                    if ctx.window_steps
+                    else ""
+                ),
+                "high",
+                "Select steps that exist in the trace (see the report's steps), or profile "
+                "enough steps for the schedule's active window (wait + warmup + active).",
+                {"window_steps": list(ctx.window_steps) if ctx.window_steps else None},
+            )
+        )
+    if meta.warnings:
+        out.append(
+            _finding(
+                f"Trace truncated or repaired: {meta.warnings[0][:160]}",
+                "medium",
+                "The trace file is incomplete (the writer was interrupted or the file was cut); "
+                "the tail of the timeline is missing. Re-export it, and let the program finish "
+                "(or the profiler exit) before copying the file.",
+                {"warnings": meta.warnings[:10]},
+            )
+        )
+    bad = {k: n for k, n in meta.skipped.items() if not BENIGN_SKIPS.search(k) and n > 0}
+    if bad:
+        total = sum(bad.values())
+        out.append(
+            _finding(
+                f"{total} malformed event{'s' if total != 1 else ''} skipped while reading",
+                "low",
+                "Some events had no usable time or structure and were left out (see details). "
+                "Numbers involving them may be slightly low; a writer bug or a cut file is the "
+                "usual cause.",
+                {"skipped": bad},
+            )
+        )
+    is_overhead = v.name_matches(OVERHEAD_RE, ignore_case=True) | (v.cat == "overhead")
+    ov = np.flatnonzero(v.in_window & is_overhead)
+    ov_us = float(v.dur[ov].sum()) / 1e3
+    if len(ov) and share(ctx, ov_us) >= MIN_OVERHEAD_SHARE:
+        sh = share(ctx, ov_us)
+        out.append(
+            _finding(
+                f"Profiler overhead: {fmt_us(ov_us)} ({pct(sh)} of the window)",
+                severity(sh),
+                "The profiler's own bookkeeping takes a visible share of the window: profile "
+                "fewer steps per window, drop with_stack/profile_memory when not needed, and "
+                "compare with an unprofiled timing (opscope.bench).",
+                {"events": len(ov), "overhead_us": ov_us},
+                at_stake=ov_us,
+                sh=sh,
+                evidence=[ids_evidence(v, ov.tolist(), note="profiler overhead")],
+            )
+        )
+    last = _last_step(ctx)
+    if last is not None:
+        out.append(last)
+    return out
+
+
+def _last_step(ctx: Context) -> Finding | None:
+    v = view(ctx)
+    steps = [s for s in ctx.steps if s.step >= 0]
+    if ctx.window_steps is not None:
+        lo, hi = ctx.window_steps
+        steps = [s for s in steps if lo <= s.step <= hi]
+    if len(steps) < MIN_STEPS:
+        return None
+    others = np.asarray([s.device_ops for s in steps[:-1]], dtype=float)
+    med = float(np.median(others))
+    short = med > 0 and steps[-1].device_ops < LAST_STEP_RATIO * med
+    if not short:
+        return None
+    last_rows = np.flatnonzero((v.kind == "step") & (v.step == steps[-1].step)).tolist()
+    title = (
+        f"Last profiled step {steps[-1].step} looks incomplete: {steps[-1].device_ops} "
+        f"device executions against a median of {med:.0f}"
+    )
+    return _finding(
+        title,
+        "medium",
+        "Synchronize the device at the end of every profiled step (opscope's p.step() does; "
+        "with torch.profiler call torch.cuda.synchronize() before prof.step()), so each step's "
+        "device work is inside it and the last step is complete when the trace is exported. "
+        "Per-step numbers of this report are skewed until then.",
+        {
+            "last_step": steps[-1].step,
+            "last_step_device_ops": steps[-1].device_ops,
+            "median_device_ops": med,
+        },
+        evidence=[ids_evidence(v, last_rows, note=f"step {steps[-1].step}")],
+    )
+
+
+RULE = Rule(
+    name="profile_quality",
+    description="Profile problems: no device events, empty window, truncation, overhead, last step",
+    run=run,
+)
