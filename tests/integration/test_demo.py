@@ -37,7 +37,7 @@ def demo(compile_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) 
             "--shape",
             "4x512:bf16",
             "--shape",
-            "512x2048:fp32",
+            "4096x4096:fp32",
             "--min-time",
             "0.05",
         ],

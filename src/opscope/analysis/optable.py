@@ -26,8 +26,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from opscope.trace.derived import build_ops
-
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
 
@@ -127,7 +125,7 @@ def select_window(table: pa.Table, steps: tuple[int, int] | None) -> pa.Table:
 
 def op_table(trace: Trace, steps: tuple[int, int] | None = None) -> OpTable:
     """Aggregate the trace's ops per name (and per name + shapes)."""
-    ops = select_window(build_ops(trace.events), steps)
+    ops = select_window(trace.ops, steps)
     device_is_host = trace.device.kind == "cpu"
     ops = ops.filter(pc.not_equal(ops.column("kind").cast(pa.string()), "step"))
     names = ops.column("name").cast(pa.string())

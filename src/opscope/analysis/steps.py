@@ -20,7 +20,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.analysis.optable import is_host_work
-from opscope.trace.derived import build_ops
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
@@ -43,7 +42,7 @@ class StepStats:
 
 def step_stats(trace: Trace) -> list[StepStats]:
     """Statistics for every profiler step in the trace (empty list when it has no steps)."""
-    ops = build_ops(trace.events)
+    ops = trace.ops
     kinds = ops.column("kind").cast(pa.string())
     steps = ops.filter(pc.equal(kinds, "step"))
     if steps.num_rows == 0:

@@ -1,31 +1,51 @@
 """Paths -> :class:`~opscope.trace.model.Trace`.
 
-A path may be a trace file, a run folder (``run.json`` beside ``trace.json.gz`` or
-``traces/rank<N>.json.gz``) or a folder of per-rank trace files.
+A path may be a trace file (``.json``, ``.json.gz``, ``.pt.trace.json[.gz]``), a run folder
+(``run.json`` beside ``trace.json.gz`` or ``traces/rank<N>.json.gz``) or a folder of per-rank
+trace files.  Each file is streamed (:mod:`~opscope.trace.readers`,
+:mod:`~opscope.trace.jsonstream`), converted (:mod:`~opscope.trace.kineto`) and linked
+(:mod:`~opscope.trace.link`) on its own, then the files are stacked with their ranks: from
+``distributedInfo.rank``, else a ``rank<N>`` in the file name, else the files' order
+(``TraceMeta.rank_origin`` says which).  Several files are ingested in parallel processes.
+
+Each file's table is cached (:mod:`~opscope.trace.cache`) unless ``cache=False``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from opscope.errors import TraceError
-from opscope.trace.kineto import KinetoParse, parse_kineto
-from opscope.trace.link import assign_steps, attribute_ops, nest
+from opscope.trace import cache as _cache
+from opscope.trace.jsonstream import EventStream
+from opscope.trace.kineto import KinetoBuilder, KinetoParse, NeedsQuoting, as_int
+from opscope.trace.link import Links, link, null_if_negative
 from opscope.trace.model import Trace, TraceMeta
-from opscope.trace.readers import decode_json, read_bytes
+from opscope.trace.readers import ByteStream
 from opscope.trace.schema import EVENT_SCHEMA
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+_NOT_TRACES = ("run.json", "report.json")
+# parallel ingestion pays a process start (about a second of imports) per worker: only worth
+# it when there is enough to parse
+_PARALLEL_MIN_BYTES = 16 << 20
 
 
 def is_trace_file(path: Path) -> bool:
     name = path.name
-    return path.is_file() and (name.endswith(".json") or name.endswith(".json.gz"))
+    return path.is_file() and name.endswith((".json", ".json.gz")) and name not in _NOT_TRACES
 
 
 def find_trace_files(path: Path) -> list[Path]:
@@ -38,58 +58,197 @@ def find_trace_files(path: Path) -> list[Path]:
     if ranks.is_dir():
         files = sorted(p for p in ranks.iterdir() if is_trace_file(p))
         if files:
-            return files
+            return _rank_sorted(files)
     for candidate in ("trace.json.gz", "trace.json"):
         if (path / candidate).is_file():
             return [path / candidate]
-    files = sorted(
-        p for p in path.iterdir() if is_trace_file(p) and p.name not in ("run.json", "report.json")
-    )
+    files = sorted(p for p in path.iterdir() if is_trace_file(p))
     if not files:
         raise TraceError(f"{path}: no trace files (*.json, *.json.gz) in this folder")
-    return files
+    return _rank_sorted(files)
 
 
-def load(path: str | Path) -> Trace:
-    """Load a trace file, run folder, or folder of per-rank traces into a :class:`Trace`."""
+def _rank_sorted(files: list[Path]) -> list[Path]:
+    """rank2 before rank10: numeric order where names carry a rank, else by name."""
+
+    def key(p: Path) -> tuple[int, int, str]:
+        m = _RANK_IN_NAME.search(p.name)
+        return (0, int(m.group(1)), p.name) if m else (1, 0, p.name)
+
+    return sorted(files, key=key)
+
+
+@dataclass
+class FilePart:
+    """One file, ingested: its table (ids from 0, rank 0) and its metadata."""
+
+    table: pa.Table
+    meta: dict[str, Any]  # TraceMeta.to_json_dict() of this file alone
+
+
+def load(
+    path: str | Path,
+    *,
+    cache: bool = True,
+    max_bytes: int | None = None,
+    workers: int | None = None,
+) -> Trace:
+    """Load a trace file, run folder, or folder of per-rank traces into a :class:`Trace`.
+
+    ``cache=False`` neither reads nor writes the ingest cache.  ``max_bytes`` caps the
+    decompressed size of each file (default: 16 GiB or ``$OPSCOPE_MAX_TRACE_BYTES``).
+    ``workers`` caps the processes used for a folder of ranks (default: the CPU count).
+    """
     files = find_trace_files(Path(path))
-    parts = [_parse_file(f) for f in files]
+    parts = _load_files(files, cache, max_bytes, workers)
     ranks = _assign_ranks(files, parts)
-    return _build(files, parts, ranks)
+    return _combine(files, parts, ranks)
 
 
 def load_document(doc: Any, origin: str = "<memory>") -> Trace:
     """Build a Trace from an already decoded Kineto document (tests, tools)."""
+    from opscope.trace.kineto import parse_kineto
+
     try:
         parsed = parse_kineto(doc)
     except ValueError as exc:
         raise TraceError(f"{origin}: {exc}") from None
-    return _build([Path(origin)], [(parsed, None)], [(0, "order")])
+    part = _to_part(parsed, [], origin)
+    return _combine([Path(origin)], [part], [(0, "order")])
 
 
-def _parse_file(path: Path) -> tuple[KinetoParse, str | None]:
-    data = read_bytes(path)
-    doc, warning = decode_json(data, str(path))
-    del data
+def _load_files(
+    files: list[Path], cache: bool, max_bytes: int | None, workers: int | None
+) -> list[FilePart]:
+    n_cpu = os.cpu_count() or 1
+    limit = min(len(files), workers or n_cpu, n_cpu)
+    total = 0
+    for f in files:
+        with contextlib.suppress(OSError):
+            total += f.stat().st_size
+    if limit < 2 or total < _PARALLEL_MIN_BYTES:
+        return [load_file(f, cache=cache, max_bytes=max_bytes) for f in files]
+    # spawn, not fork: the parent may hold Arrow/DuckDB threads, which fork does not copy
+    with ProcessPoolExecutor(max_workers=limit, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(load_file, f, cache=cache, max_bytes=max_bytes) for f in files]
+        return [fut.result() for fut in futures]
+
+
+def load_file(path: Path, *, cache: bool = True, max_bytes: int | None = None) -> FilePart:
+    """One trace file -> its :class:`FilePart`, through the cache when ``cache``."""
+    key = None
+    if cache:
+        try:
+            key = _cache.content_key(path)
+        except OSError:
+            key = None  # unreadable: ingest_file reports it properly
+        if key is not None:
+            hit = _cache.get(key)
+            if hit is not None:
+                table, meta = hit
+                meta = dict(meta)
+                meta["paths"] = [str(path)]
+                meta["cached"] = True
+                return FilePart(table, meta)
+    part = ingest_file(path, max_bytes=max_bytes)
+    if key is not None:
+        _cache.put(key, part.table, part.meta)
+    return part
+
+
+def ingest_file(path: Path, *, max_bytes: int | None = None) -> FilePart:
+    """Stream, convert and link one trace file (no cache)."""
+    data = ByteStream(path, max_bytes)
+    stream = EventStream(data, str(path))
+    builder = KinetoBuilder()
+    # the decoded events are acyclic: the cyclic collector only costs time while they live
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        parsed = parse_kineto(doc)
-    except ValueError as exc:
-        raise TraceError(f"{path}: {exc}") from None
-    return parsed, warning
+        for events, piece in stream:
+            try:
+                builder.add(events, strict=piece is not None)
+            except NeedsQuoting:
+                # a double cannot hold this trace's timestamps: decode them as text from here on
+                stream.quote = True
+                assert piece is not None
+                again = stream.decode_piece(piece)
+                builder.add(again if again is not None else events)
+            del events, piece
+        parsed = builder.finish(stream.meta)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    warnings = []
+    if data.cut:
+        warnings.append(f"{path}: {data.cut}")
+    if stream.warning:
+        warnings.append(stream.warning)
+    return _to_part(parsed, warnings, str(path))
 
 
-def _assign_ranks(
-    files: list[Path], parts: list[tuple[KinetoParse, str | None]]
-) -> list[tuple[int, str]]:
+def _to_part(parsed: KinetoParse, warnings: list[str], origin: str) -> FilePart:
+    links = link(parsed.events, parsed.flows)
+    table = _event_table(parsed.events, links)
+    m = parsed.meta
+    meta = TraceMeta(paths=[origin], warnings=warnings, skipped=dict(parsed.skipped))
+    if isinstance(m.get("deviceProperties"), list):
+        meta.device_properties = [p for p in m["deviceProperties"] if isinstance(p, dict)]
+    if isinstance(m.get("distributedInfo"), dict):
+        meta.distributed_info = m["distributedInfo"]
+    meta.base_time_ns = as_int(m.get("baseTimeNanoseconds"))
+    meta.process_names = dict(parsed.process_names)
+    meta.thread_names = {f"{p}/{t}": v for (p, t), v in parsed.thread_names.items()}
+    meta.extra = {
+        k: v
+        for k, v in m.items()
+        if k not in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds")
+    }
+    return FilePart(table, meta.to_json_dict())
+
+
+def _event_table(raw: pa.Table, links: Links) -> pa.Table:
+    n = raw.num_rows
+
+    def one(arr: pa.Array) -> pa.ChunkedArray:
+        return pa.chunked_array([arr])
+
+    def enc(name: str) -> pa.ChunkedArray:
+        return one(raw.column(name).combine_chunks().dictionary_encode())
+
+    arrays = [
+        one(pa.array(np.arange(n, dtype=np.int64))),
+        one(pa.array(np.zeros(n, dtype=np.int32))),
+        raw.column("source"),
+        raw.column("kind"),
+        enc("cat"),
+        enc("name"),
+        enc("pid"),
+        enc("tid"),
+        raw.column("lane"),
+        raw.column("start_ns"),
+        raw.column("dur_ns"),
+        raw.column("correlation"),
+        raw.column("external_id"),
+        one(null_if_negative(links.parent)),
+        one(null_if_negative(links.op)),
+        one(pa.array(links.step.astype(np.int32), pa.int32(), mask=links.step < 0)),
+        raw.column("args"),  # the largest column stays in its runs: no second copy
+        one(null_if_negative(links.launch)),
+    ]
+    return pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
+
+
+def _assign_ranks(files: list[Path], parts: list[FilePart]) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
-    for order, (f, (parsed, _)) in enumerate(zip(files, parts, strict=True)):
-        info = parsed.meta.get("distributedInfo")
+    for order, (f, part) in enumerate(zip(files, parts, strict=True)):
+        info = part.meta.get("distributed_info")
         rank = info.get("rank") if isinstance(info, dict) else None
-        if isinstance(rank, int) and rank >= 0:
+        if isinstance(rank, int) and not isinstance(rank, bool) and 0 <= rank < 2**31:
             out.append((rank, "distributedInfo"))
             continue
         m = _RANK_IN_NAME.search(f.name)
-        if m:
+        if m and int(m.group(1)) < 2**31:
             out.append((int(m.group(1)), "file name"))
         else:
             out.append((order, "order"))
@@ -101,65 +260,50 @@ def _assign_ranks(
     return out
 
 
-def _build(
-    files: list[Path],
-    parts: list[tuple[KinetoParse, str | None]],
-    ranks: list[tuple[int, str]],
-) -> Trace:
-    meta = TraceMeta(paths=[str(f) for f in files])
+def _shift(col: pa.ChunkedArray, offset: int) -> pa.ChunkedArray | pa.Array:
+    import pyarrow.compute as pc
+
+    return pc.add(col, pa.scalar(offset, pa.int64())) if offset else col
+
+
+def _combine(files: list[Path], parts: list[FilePart], ranks: list[tuple[int, str]]) -> Trace:
+    meta = TraceMeta(paths=[str(f) for f in files], cached=bool(parts))
     tables: list[pa.Table] = []
     offset = 0
-    for (parsed, warning), (rank, origin) in zip(parts, ranks, strict=True):
-        cols = parsed.columns
-        parent = nest(cols)
-        op = attribute_ops(cols, parent, parsed.flows)
-        step = assign_steps(cols, op)
-        n = len(cols)
-
-        def shift(values: list[int | None], off: int = offset) -> list[int | None]:
-            return [None if v is None else v + off for v in values]
-
-        table = pa.table(
-            {
-                "id": pa.array(range(offset, offset + n), pa.int64()),
-                "rank": pa.array([rank] * n, pa.int32()),
-                "source": pa.array(cols.source, pa.string()).dictionary_encode(),
-                "kind": pa.array(cols.kind, pa.string()).dictionary_encode(),
-                "cat": pa.array(cols.cat, pa.string()).dictionary_encode(),
-                "name": pa.array(cols.name, pa.string()).dictionary_encode(),
-                "pid": pa.array(cols.pid, pa.string()).dictionary_encode(),
-                "tid": pa.array(cols.tid, pa.string()).dictionary_encode(),
-                "lane": pa.array(cols.lane, pa.string()).dictionary_encode(),
-                "start_ns": pa.array(cols.start_ns, pa.int64()),
-                "dur_ns": pa.array(cols.dur_ns, pa.int64()),
-                "correlation": pa.array(cols.correlation, pa.int64()),
-                "external_id": pa.array(cols.external_id, pa.int64()),
-                "parent_id": pa.array(shift(parent), pa.int64()),
-                "op_id": pa.array(shift(op), pa.int64()),
-                "step": pa.array(step, pa.int32()),
-                "args": pa.array(cols.args, pa.string()),
-            }
-        )
-        tables.append(table.cast(EVENT_SCHEMA))
-        offset += n
+    for part, (rank, origin) in zip(parts, ranks, strict=True):
+        t = part.table
+        if rank:
+            ranks_col = pa.chunked_array([pa.array(np.full(t.num_rows, rank, dtype=np.int32))])
+            t = t.set_column(1, "rank", ranks_col)
+        if offset:
+            for name in ("id", "parent_id", "op_id", "launch_id"):
+                i = t.schema.get_field_index(name)
+                t = t.set_column(i, name, _shift(t.column(name), offset))
+        if rank or offset:
+            t = pa.Table.from_arrays(t.columns, schema=EVENT_SCHEMA)  # restore not-null flags
+        tables.append(t)
+        offset += t.num_rows
+        pm = TraceMeta.from_dict(part.meta)
+        meta.cached = meta.cached and bool(part.meta.get("cached"))
         meta.ranks.append(rank)
         meta.rank_origin[rank] = origin
-        if warning:
-            meta.warnings.append(warning)
-        for reason, count in parsed.skipped.items():
+        meta.warnings.extend(pm.warnings)
+        for reason, count in pm.skipped.items():
             meta.skipped[reason] = meta.skipped.get(reason, 0) + count
-        m = parsed.meta
-        if not meta.device_properties and isinstance(m.get("deviceProperties"), list):
-            meta.device_properties = [p for p in m["deviceProperties"] if isinstance(p, dict)]
-        if meta.distributed_info is None and isinstance(m.get("distributedInfo"), dict):
-            meta.distributed_info = m["distributedInfo"]
-        base = m.get("baseTimeNanoseconds")
-        if meta.base_time_ns is None and isinstance(base, int):
-            meta.base_time_ns = base
-        meta.process_names.update(parsed.process_names)
-        meta.thread_names.update({f"{p}/{t}": v for (p, t), v in parsed.thread_names.items()})
-        for k, v in m.items():
-            if k not in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds"):
-                meta.extra.setdefault(k, v)
-    events = pa.concat_tables(tables) if tables else EVENT_SCHEMA.empty_table()
+        if not meta.device_properties:
+            meta.device_properties = pm.device_properties
+        if meta.distributed_info is None:
+            meta.distributed_info = pm.distributed_info
+        if meta.base_time_ns is None:
+            meta.base_time_ns = pm.base_time_ns
+        meta.process_names.update(pm.process_names)
+        meta.thread_names.update(pm.thread_names)
+        for k, v in pm.extra.items():
+            meta.extra.setdefault(k, v)
+    if not tables:
+        events = EVENT_SCHEMA.empty_table()
+    elif len(tables) == 1:
+        events = tables[0]
+    else:
+        events = pa.concat_tables(tables).unify_dictionaries().combine_chunks()
     return Trace(events, meta)

@@ -1,197 +1,347 @@
-"""Linking: call nesting, the framework op behind every runtime call and device execution, and
-the profiler step of every event.
+"""Linking: call nesting, the launch and the framework op behind every device execution, and
+the profiler step of every event.  Vectorised with NumPy; row ids are positions in the table.
 
-Rules (documented in docs/trace-model.md):
+Rules (docs/trace-engine.md, "Linking"):
 
-* ``parent_id`` - per (pid, tid), host events (framework and runtime) nest by time containment:
-  sorted by start ascending, duration descending, the enclosing event is the innermost one still
-  open that fully contains the event.  Device events have no parent.
+* ``parent_id`` - per (pid, tid), host events (framework and runtime) nest by time containment.
+  Sorted by start ascending, then duration descending, then framework before runtime (a
+  runtime call never encloses an op), then file order, the parent of an event is the nearest
+  earlier event in that order that ends no earlier than it (``end >= end``) and is not
+  zero-length.  Identical intervals therefore nest in file order; a zero-length event (a
+  runtime call rounded to the µs) that sits on an op's closing edge belongs to that op, unless
+  an event starting there encloses it.
+  Device and other events have no parent.
+* ``launch_id`` - a device event's launching runtime call: the first runtime event (in file
+  order) with the same ``correlation``; else, for device events whose correlation matches no
+  runtime call, the runtime event bound to the start of an ``ac2g``/``async_cpu_to_gpu`` flow
+  whose end binds to the device event (one graph launch may end many flows: CUDA/HIP graphs).
+  A flow end binds to the event of its (pid, tid) starting exactly at its timestamp, else to
+  the one enclosing it.
 * ``op_id`` - a framework event is its own op.  A runtime event's op is its innermost enclosing
-  framework event of kind ``op`` or ``annotation`` (ProfilerStep and Python frames are skipped).
-  A device event takes the op of the runtime call with the same ``correlation`` (same pid space),
-  else of the ``ac2g`` flow that ends on it, else the framework op carrying its ``External id``.
-* ``step`` - ProfilerStep#N intervals; host events by containment of their start, device events
-  from the event that launched them, else by containment.
+  framework event of kind ``op`` or ``annotation`` (ProfilerStep and Python frames are
+  skipped).  A device event takes the op of its launch, else the framework op carrying its
+  ``External id``.
+* ``step`` - ProfilerStep#N intervals; host and other events by containment of their start
+  (a step's interval is half-open, ``[start, end)``), device events from their op, else by
+  containment.
 """
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Sequence
+from dataclasses import dataclass
 
-from opscope.trace.kineto import Flow, RawColumns
+import numpy as np
+import pyarrow as pa
 
-_HOST_SOURCES = frozenset(("framework", "runtime"))
-_OP_KINDS = frozenset(("op", "annotation"))
+from opscope.trace.schema import KINDS, SOURCES
+
+_SRC = {s: i for i, s in enumerate(SOURCES)}
+_KIND = {k: i for i, k in enumerate(KINDS)}
 
 
-def nest(cols: RawColumns) -> list[int | None]:
-    """``parent_id`` for every row (row ids are positions)."""
-    n = len(cols)
-    parent: list[int | None] = [None] * n
-    lanes: dict[tuple[str, str], list[int]] = {}
-    source = cols.source
-    for i in range(n):
-        if source[i] in _HOST_SOURCES:
-            lanes.setdefault((cols.pid[i], cols.tid[i]), []).append(i)
-    start, dur = cols.start_ns, cols.dur_ns
-    for rows in lanes.values():
-        rows.sort(key=lambda r: (start[r], -dur[r], r))
-        stack: list[tuple[int, int]] = []  # (row, end_ns)
-        for r in rows:
-            s = start[r]
-            e = s + dur[r]
-            while stack and stack[-1][1] <= s:
-                stack.pop()
-            # innermost open event that fully contains this one
-            for j in range(len(stack) - 1, -1, -1):
-                if stack[j][1] >= e:
-                    parent[r] = stack[j][0]
-                    break
-            stack.append((r, e))
+@dataclass
+class Links:
+    """Link columns as NumPy arrays; -1 stands for null."""
+
+    parent: np.ndarray
+    op: np.ndarray
+    launch: np.ndarray
+    step: np.ndarray
+
+
+def _codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return np.asarray(col.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _ints(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(values with nulls as 0, valid mask)."""
+    valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    vals = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return vals, valid
+
+
+def _lane_codes(pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> np.ndarray:
+    p = _codes(pid.combine_chunks().dictionary_encode())
+    t = _codes(tid.combine_chunks().dictionary_encode())
+    codes: np.ndarray = p * (int(t.max(initial=0)) + 1) + t
+    return codes
+
+
+def nest(
+    lane: np.ndarray, start: np.ndarray, end: np.ndarray, host: np.ndarray, src: np.ndarray
+) -> np.ndarray:
+    """``parent`` row for every row (-1 at top level and for non-host rows)."""
+    n = len(start)
+    parent = np.full(n, -1, dtype=np.int64)
+    h = np.flatnonzero(host)
+    if len(h) < 2:
+        return parent
+    dur = end[h] - start[h]
+    order = np.lexsort((h, src[h], -dur, start[h], lane[h]))
+    h = h[order]
+    m = len(h)
+    ln, s, e = lane[h], start[h], end[h]
+    new_lane = np.ones(m, dtype=bool)
+    new_lane[1:] = ln[1:] != ln[:-1]
+    lane_start = np.maximum.accumulate(np.where(new_lane, np.arange(m), 0))
+    zero = e == s
+    # a zero-length event may sit on its parent's closing edge (µs-rounded timestamps put a
+    # runtime call issued just before an op returned at the op's end); it never encloses one
+    thr = np.where(zero, s, e)
+    e = np.where(zero, s - 1, e)
+    # cur[i]: a candidate such that every event strictly between it and i ends before thr[i].
+    # If cur[i] fails too, every event between cur[cur[i]] and cur[i] ends before
+    # thr[cur[i]] <= thr[i] (it starts no later), so i may jump there: pointer doubling, about
+    # log2(depth) rounds of vectorised work instead of a Python stack walk per event.
+    cur = np.arange(-1, m - 1, dtype=np.int64)
+    active = np.arange(m, dtype=np.int64)
+    while active.size:
+        c = cur[active]
+        live = c >= lane_start[active]
+        a, c = active[live], c[live]
+        miss = e[c] < thr[a]
+        nxt = a[miss]
+        cur[nxt] = cur[cur[nxt]]
+        active = nxt
+    ok = cur >= lane_start
+    idx = np.flatnonzero(ok)
+    parent[h[idx]] = h[cur[idx]]
     return parent
 
 
-def attribute_ops(
-    cols: RawColumns, parent: Sequence[int | None], flows: Sequence[Flow]
-) -> list[int | None]:
-    """``op_id`` for every row."""
-    n = len(cols)
-    op: list[int | None] = [None] * n
-    source, kind = cols.source, cols.kind
-    for i in range(n):
-        src = source[i]
-        if src == "framework":
-            op[i] = i
-        elif src == "runtime":
-            p = parent[i]
-            while p is not None and not (source[p] == "framework" and kind[p] in _OP_KINDS):
-                p = parent[p]
-            op[i] = p
-
-    ext_to_op: dict[int, int] = {}
-    for i in range(n):
-        if source[i] == "framework" and kind[i] in _OP_KINDS:
-            x = cols.external_id[i]
-            if x is not None and x not in ext_to_op:
-                ext_to_op[x] = i
-    launcher = launchers(cols, flows)
-    for i in range(n):
-        if source[i] != "device":
-            continue
-        via = launcher[i]
-        if via is not None:
-            op[i] = op[via]
-        if op[i] is None:
-            x = cols.external_id[i]
-            if x is not None:
-                op[i] = ext_to_op.get(x)
-    return op
-
-
-def launchers(cols: RawColumns, flows: Sequence[Flow]) -> list[int | None]:
-    """For each device event, the runtime row that launched it (None when unknown)."""
-    n = len(cols)
-    # Correlation ids are unique per process; a device event's pid is the GPU index, not the
-    # host pid, so the first runtime call with that id wins.
-    by_corr: dict[int, int] = {}
-    for i in range(n):
-        c = cols.correlation[i]
-        if c is not None and cols.source[i] == "runtime":
-            by_corr.setdefault(c, i)
-    flow_target = _flow_links(cols, flows)
-    out: list[int | None] = [None] * n
-    for i in range(n):
-        if cols.source[i] == "device":
-            c = cols.correlation[i]
-            out[i] = by_corr.get(c) if c is not None else None
-            if out[i] is None:
-                out[i] = flow_target.get(i)
+def _nearest_op_ancestor(parent: np.ndarray, is_op: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For ``rows``: the nearest strict ancestor that is an op (-1 when none)."""
+    g = parent.copy()
+    active = rows[g[rows] >= 0]
+    while active.size:
+        p = g[active]
+        climb = ~is_op[p]
+        a = active[climb]
+        g[a] = g[g[a]]
+        active = a[g[a] >= 0]
+    out: np.ndarray = g[rows]
+    found = out >= 0
+    out[found] = np.where(is_op[out[found]], out[found], -1)
     return out
 
 
-def _flow_links(cols: RawColumns, flows: Sequence[Flow]) -> dict[int, int]:
-    """device row -> runtime row, from ``ac2g``/``async_cpu_to_gpu`` flow pairs.
+def _first_row_by_key(keys: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique keys and, for each, the first row (lowest row id) carrying it."""
+    order = np.lexsort((rows, keys))
+    k, r = keys[order], rows[order]
+    first = np.ones(len(k), dtype=bool)
+    first[1:] = k[1:] != k[:-1]
+    return k[first], r[first]
 
-    Only needed for traces whose device events carry no ``correlation`` argument; a flow end binds
-    to the event starting at its timestamp on its (pid, tid).
+
+def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    if len(keys) == 0:
+        return np.full(len(query), -1, dtype=np.int64)
+    pos = np.searchsorted(keys, query)
+    pos = np.minimum(pos, len(keys) - 1)
+    return np.where(keys[pos] == query, values[pos], -1)
+
+
+def _bind(
+    lane: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    *,
+    rows: np.ndarray,
+    q_lane: np.ndarray,
+    q_ts: np.ndarray,
+) -> np.ndarray:
+    """For each (lane, ts) query: the row among ``rows`` on that lane starting at ts (first in
+    file order), else the latest-starting one that encloses ts; -1 when none.
+
+    Rows and queries are sorted together by (lane, time, rows first, file order reversed), so
+    the last row at or before a query in that order is the candidate.
     """
-    if not flows:
-        return {}
-    starts: dict[int, Flow] = {}
-    ends: dict[int, Flow] = {}
-    for f in flows:
-        if f.cat not in ("ac2g", "async_cpu_to_gpu", "async_gpu"):
-            continue
-        (starts if f.phase == "s" else ends)[f.id] = f
-    if not ends:
-        return {}
-    by_lane: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    for i in range(len(cols)):
-        by_lane.setdefault((cols.pid[i], cols.tid[i]), []).append((cols.start_ns[i], i))
-    for rows in by_lane.values():
-        rows.sort()
-
-    def at(pid: str, tid: str, ts: int) -> int | None:
-        rows = by_lane.get((pid, tid))
-        if not rows:
-            return None
-        k = bisect.bisect_left(rows, (ts, -1))
-        if k < len(rows) and rows[k][0] == ts:
-            return rows[k][1]
-        # enclosing: latest start before ts that still covers it
-        k -= 1
-        while k >= 0:
-            s, r = rows[k]
-            if s + cols.dur_ns[r] >= ts:
-                return r
-            if ts - s > 10**9:
-                break
-            k -= 1
-        return None
-
-    out: dict[int, int] = {}
-    for fid, end in ends.items():
-        begin = starts.get(fid)
-        if begin is None:
-            continue
-        dev = at(end.pid, end.tid, end.ts_ns)
-        host = at(begin.pid, begin.tid, begin.ts_ns)
-        if dev is not None and host is not None and cols.source[dev] == "device":
-            out[dev] = host
-    return out
-
-
-def assign_steps(cols: RawColumns, op: Sequence[int | None]) -> list[int | None]:
-    """ProfilerStep index for every row (None outside any step)."""
-    n = len(cols)
-    steps: list[tuple[int, int, int]] = []  # (start, end, index)
-    for i in range(n):
-        if cols.kind[i] == "step":
-            try:
-                idx = int(cols.name[i].split("#", 1)[1])
-            except (IndexError, ValueError):
-                continue
-            steps.append((cols.start_ns[i], cols.start_ns[i] + cols.dur_ns[i], idx))
-    out: list[int | None] = [None] * n
-    if not steps:
+    out = np.full(len(q_ts), -1, dtype=np.int64)
+    if len(rows) == 0 or len(q_ts) == 0:
         return out
-    steps.sort()
-    starts = [s[0] for s in steps]
-
-    def containing(ts: int) -> int | None:
-        k = bisect.bisect_right(starts, ts) - 1
-        if k >= 0 and ts < steps[k][1]:
-            return steps[k][2]
-        if k >= 0 and ts == steps[k][0]:
-            return steps[k][2]
-        return None
-
-    for i in range(n):
-        if cols.source[i] != "device":
-            out[i] = containing(cols.start_ns[i])
-    for i in range(n):
-        if cols.source[i] == "device":
-            o = op[i]
-            out[i] = out[o] if o is not None else containing(cols.start_ns[i])
+    nr, nq = len(rows), len(q_ts)
+    all_lane = np.concatenate([lane[rows], q_lane])
+    all_ts = np.concatenate([start[rows], q_ts])
+    is_q = np.concatenate([np.zeros(nr, np.int8), np.ones(nq, np.int8)])
+    tie = np.concatenate([-rows, np.zeros(nq, np.int64)])
+    order = np.lexsort((tie, is_q, all_ts, all_lane))
+    pos = np.arange(nr + nq)
+    last_row = np.maximum.accumulate(np.where(is_q[order] == 0, pos, -1))
+    qpos = np.flatnonzero(is_q[order] == 1)
+    q = order[qpos] - nr
+    cand = last_row[qpos]
+    ok = cand >= 0
+    r = np.where(ok, order[np.maximum(cand, 0)], 0)
+    r = np.where(r < nr, r, 0)
+    row = rows[r]
+    same_lane = ok & (lane[row] == q_lane[q])
+    hit = same_lane & ((start[row] == q_ts[q]) | (end[row] >= q_ts[q]))
+    out[q[hit]] = row[hit]
     return out
+
+
+def link(events: pa.Table, flows: pa.Table) -> Links:
+    """Compute ``parent``, ``op``, ``launch`` and ``step`` for a raw event table."""
+    n = events.num_rows
+    src = _codes(events.column("source"))
+    kind = _codes(events.column("kind"))
+    src_values = events.column("source").chunk(0).dictionary.to_pylist() if n else []
+    kind_values = events.column("kind").chunk(0).dictionary.to_pylist() if n else []
+    # the dictionaries are SOURCES/KINDS in order (built so in kineto.classify_table)
+    assert not n or (src_values == list(SOURCES) and kind_values == list(KINDS))
+    start = np.asarray(events.column("start_ns").to_numpy(), dtype=np.int64)
+    end = start + np.asarray(events.column("dur_ns").to_numpy(), dtype=np.int64)
+    lane = _lane_codes(events.column("pid"), events.column("tid")) if n else np.zeros(0, np.int64)
+    fw, rt, dev = src == _SRC["framework"], src == _SRC["runtime"], src == _SRC["device"]
+    host = fw | rt
+
+    parent = nest(lane, start, end, host, src)
+
+    is_op = fw & ((kind == _KIND["op"]) | (kind == _KIND["annotation"]))
+    op = np.full(n, -1, dtype=np.int64)
+    fw_rows = np.flatnonzero(fw)
+    op[fw_rows] = fw_rows
+    rt_rows = np.flatnonzero(rt)
+    op[rt_rows] = _nearest_op_ancestor(parent, is_op, rt_rows)
+
+    # launches by correlation
+    corr, corr_ok = _ints(events.column("correlation"))
+    launch = np.full(n, -1, dtype=np.int64)
+    dev_rows = np.flatnonzero(dev)
+    rt_c = np.flatnonzero(rt & corr_ok)
+    keys, first = _first_row_by_key(corr[rt_c], rt_c)
+    dc = dev_rows[corr_ok[dev_rows]]
+    launch[dc] = _lookup(keys, first, corr[dc])
+
+    # launches by flows, for device events the correlation did not resolve
+    unresolved = dev_rows[launch[dev_rows] < 0]
+    if len(unresolved) and flows.num_rows:
+        _link_flows(
+            events,
+            flows,
+            lane=lane,
+            start=start,
+            end=end,
+            rt_rows=rt_rows,
+            unresolved=unresolved,
+            launch=launch,
+        )
+
+    has_launch = dev_rows[launch[dev_rows] >= 0]
+    op[has_launch] = op[launch[has_launch]]
+    # External id fallback: the first op carrying it
+    ext, ext_ok = _ints(events.column("external_id"))
+    need = dev_rows[(op[dev_rows] < 0) & ext_ok[dev_rows]]
+    if len(need):
+        op_rows = np.flatnonzero(is_op & ext_ok)
+        ekeys, efirst = _first_row_by_key(ext[op_rows], op_rows)
+        op[need] = _lookup(ekeys, efirst, ext[need])
+
+    step = _steps(events, kind, src=src, start=start, end=end, op=op)
+    return Links(parent=parent, op=op, launch=launch, step=step)
+
+
+def _link_flows(
+    events: pa.Table,
+    flows: pa.Table,
+    *,
+    lane: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    rt_rows: np.ndarray,
+    unresolved: np.ndarray,
+    launch: np.ndarray,
+) -> None:
+    # flow endpoints use the same (pid, tid) lanes as events: encode them in one dictionary
+    pid_all = pa.chunked_array(
+        [
+            events.column("pid").cast(pa.string()).combine_chunks(),
+            flows.column("pid").combine_chunks(),
+        ]
+    )
+    tid_all = pa.chunked_array(
+        [
+            events.column("tid").cast(pa.string()).combine_chunks(),
+            flows.column("tid").combine_chunks(),
+        ]
+    )
+    codes = _lane_codes(pid_all, tid_all)
+    n = events.num_rows
+    lane = codes[:n]
+    f_lane = codes[n:]
+    f_ts = np.asarray(flows.column("ts_ns").to_numpy(), dtype=np.int64)
+    f_id = np.asarray(flows.column("id").to_numpy(), dtype=np.int64)
+    f_ph = np.asarray(flows.column("ph").to_numpy(zero_copy_only=False), dtype=object)
+    # host side: any endpoint of the flow that binds to a runtime call
+    host = _bind(lane, start, end, rows=rt_rows, q_lane=f_lane, q_ts=f_ts)
+    hk, hfirst = _first_row_by_key(f_id[host >= 0], np.flatnonzero(host >= 0))
+    host_of_id = (hk, host[hfirst])
+    # device side: 'f' (and 't') endpoints binding to an unresolved device event
+    ends = np.flatnonzero(f_ph != "s")
+    dev = _bind(lane, start, end, rows=unresolved, q_lane=f_lane[ends], q_ts=f_ts[ends])
+    got = dev >= 0
+    rows = dev[got]
+    via = _lookup(host_of_id[0], host_of_id[1], f_id[ends][got])
+    ok = via >= 0
+    launch[rows[ok]] = via[ok]
+
+
+def _steps(
+    events: pa.Table,
+    kind: np.ndarray,
+    *,
+    src: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    op: np.ndarray,
+) -> np.ndarray:
+    n = len(start)
+    step = np.full(n, -1, dtype=np.int64)
+    srows = np.flatnonzero(kind == _KIND["step"])
+    if not len(srows):
+        return step
+    names = events.column("name").take(pa.array(srows)).cast(pa.string()).to_pylist()
+    idx = []
+    keep = []
+    for r, nm in zip(srows.tolist(), names, strict=True):
+        tail = nm.split("#", 1)[1] if "#" in nm else ""
+        if tail.isdigit() and tail.isascii() and int(tail) < 2**31:
+            idx.append(int(tail))
+            keep.append(r)
+    if not keep:
+        return step
+    k = np.asarray(keep, dtype=np.int64)
+    order = np.lexsort((k, start[k]))
+    k = k[order]
+    s_start, s_end = start[k], end[k]
+    s_idx = np.asarray(idx, dtype=np.int64)[order]
+
+    def containing(ts: np.ndarray) -> np.ndarray:
+        pos = np.searchsorted(s_start, ts, side="right") - 1
+        ok = pos >= 0
+        p = np.maximum(pos, 0)
+        inside = ok & ((ts < s_end[p]) | (ts == s_start[p]))
+        return np.where(inside, s_idx[p], -1)
+
+    dev = src == _SRC["device"]
+    nd = np.flatnonzero(~dev)
+    step[nd] = containing(start[nd])
+    d = np.flatnonzero(dev)
+    dop = op[d]
+    via_op = dop >= 0
+    step[d[via_op]] = step[dop[via_op]]
+    rest = d[~via_op]
+    step[rest] = containing(start[rest])
+    return step
+
+
+def null_if_negative(values: np.ndarray, offset: int = 0) -> pa.Array:
+    """-1 -> null; others shifted by ``offset``."""
+    mask = values < 0
+    return pa.array(values + offset, pa.int64(), mask=mask if mask.any() else None)
+
+
+__all__ = ["Links", "link", "nest", "null_if_negative"]

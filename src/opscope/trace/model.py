@@ -1,11 +1,20 @@
-"""The Trace: the event table (Arrow) plus the metadata the producer wrote, with SQL over it."""
+"""The Trace: the event table (Arrow) plus the metadata the producer wrote, with SQL over it.
+
+``Trace.events`` follows :data:`opscope.trace.schema.EVENT_SCHEMA`.  ``Trace.ops`` and
+``Trace.kernels`` are the derived tables of :mod:`opscope.trace.derived`, computed on first use
+and kept.  ``Trace.sql(query)`` runs DuckDB over the three tables (``events``, ``ops``,
+``kernels``) and returns Arrow; ``Trace.sql_df`` returns pandas when pandas is installed.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+
+from opscope.errors import OpscopeError
 
 
 @dataclass
@@ -15,9 +24,8 @@ class TraceMeta:
     paths: list[str] = field(default_factory=list)
     format: str = "kineto"
     ranks: list[int] = field(default_factory=list)
-    rank_origin: dict[int, str] = field(
-        default_factory=dict
-    )  # rank -> distributedInfo|file name|order
+    # rank -> where it came from: distributedInfo | file name | order
+    rank_origin: dict[int, str] = field(default_factory=dict)
     device_properties: list[dict[str, Any]] = field(default_factory=list)
     distributed_info: dict[str, Any] | None = None
     base_time_ns: int | None = None
@@ -26,6 +34,7 @@ class TraceMeta:
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
     warnings: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, as written
+    cached: bool = False  # every file came from the cache
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +51,29 @@ class TraceMeta:
             "warnings": self.warnings,
         }
 
+    def to_json_dict(self) -> dict[str, Any]:
+        """Everything, ``extra`` included (the cache stores this)."""
+        d = self.to_dict()
+        d["extra"] = self.extra
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TraceMeta:
+        return cls(
+            paths=list(d.get("paths") or []),
+            format=str(d.get("format") or "kineto"),
+            ranks=[int(r) for r in d.get("ranks") or []],
+            rank_origin={int(k): str(v) for k, v in (d.get("rank_origin") or {}).items()},
+            device_properties=list(d.get("device_properties") or []),
+            distributed_info=d.get("distributed_info"),
+            base_time_ns=d.get("base_time_ns"),
+            process_names=dict(d.get("process_names") or {}),
+            thread_names=dict(d.get("thread_names") or {}),
+            skipped={str(k): int(v) for k, v in (d.get("skipped") or {}).items()},
+            warnings=[str(w) for w in d.get("warnings") or []],
+            extra=dict(d.get("extra") or {}),
+        )
+
 
 @dataclass
 class DeviceInfo:
@@ -55,6 +87,12 @@ class DeviceInfo:
         return {"kind": self.kind, "name": self.name, "count": self.count}
 
 
+_TABLE_WORDS = {
+    "ops": re.compile(r"\bops\b", re.IGNORECASE),
+    "kernels": re.compile(r"\bkernels\b", re.IGNORECASE),
+}
+
+
 class Trace:
     """An ingested trace: ``events`` (Arrow table, schema in :mod:`opscope.trace.schema`)."""
 
@@ -62,6 +100,9 @@ class Trace:
         self.events = events
         self.meta = meta
         self._device: DeviceInfo | None = None
+        self._ops: pa.Table | None = None
+        self._kernels: pa.Table | None = None
+        self._con: Any = None
 
     def __len__(self) -> int:
         return int(self.events.num_rows)
@@ -77,6 +118,24 @@ class Trace:
             self._device = detect_device(self)
         return self._device
 
+    @property
+    def ops(self) -> pa.Table:
+        """One row per framework op/annotation/step (:func:`derived.build_ops`), cached."""
+        if self._ops is None:
+            from opscope.trace.derived import build_ops
+
+            self._ops = build_ops(self.events)
+        return self._ops
+
+    @property
+    def kernels(self) -> pa.Table:
+        """One row per device execution (:func:`derived.build_kernels`), cached."""
+        if self._kernels is None:
+            from opscope.trace.derived import build_kernels
+
+            self._kernels = build_kernels(self.events)
+        return self._kernels
+
     def column(self, name: str) -> list[Any]:
         """A column as a Python list (dictionary columns decoded)."""
         col = self.events.column(name)
@@ -84,14 +143,50 @@ class Trace:
             col = col.cast(pa.string())
         return list(col.to_pylist())
 
-    def sql(self, query: str) -> pa.Table:
-        """Run SQL (DuckDB) over ``events``; returns an Arrow table."""
+    def _connection(self, query: str) -> Any:
         import duckdb
 
-        con = duckdb.connect()
+        if self._con is None:
+            self._con = duckdb.connect()
+            self._con.register("events", self.events)
+            self._registered: set[str] = {"events"}
+        for name, word in _TABLE_WORDS.items():
+            if name not in self._registered and word.search(query):
+                self._con.register(name, getattr(self, name))
+                self._registered.add(name)
+        return self._con
+
+    def sql(self, query: str) -> pa.Table:
+        """Run SQL (DuckDB) over ``events``, ``ops`` and ``kernels``; returns an Arrow table.
+
+        A query DuckDB rejects raises :class:`~opscope.errors.OpscopeError` with its message.
+        """
+        import duckdb
+
+        con = self._connection(query)
         try:
-            con.register("events", self.events)
-            result = con.sql(query).to_arrow_table()
-        finally:
-            con.close()
-        return result
+            rel = con.sql(query)
+        except duckdb.Error as exc:
+            raise OpscopeError(f"SQL: {str(exc).splitlines()[0]}") from None
+        if rel is None:  # a statement without a result (SET, CREATE VIEW ...)
+            return pa.table({})
+        try:
+            return rel.to_arrow_table()
+        except duckdb.Error as exc:
+            raise OpscopeError(f"SQL: {str(exc).splitlines()[0]}") from None
+
+    def sql_df(self, query: str) -> Any:
+        """Like :meth:`sql`, as a pandas DataFrame (needs pandas, which opscope does not)."""
+        import importlib.util
+
+        if importlib.util.find_spec("pandas") is None:
+            raise OpscopeError(
+                "Trace.sql_df needs pandas (pip install pandas); Trace.sql returns Arrow"
+            )
+        return self.sql(query).to_pandas()
+
+    def close(self) -> None:
+        """Release the SQL connection (the tables stay)."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None

@@ -1,150 +1,152 @@
-"""Reading trace files: paths -> decoded JSON documents, with one-line errors.
+"""Reading trace files: a path -> a stream of decompressed byte blocks, with one-line errors.
 
-Accepts ``.json``, ``.json.gz`` (any name; gzip is detected by its magic bytes) in Chrome's
-object form (``{"traceEvents": [...]}``) or bare-array form.  A decompressed size cap protects
-against decompression bombs.
+Contract:
+
+* ``.json`` and ``.json.gz`` of any name (gzip is detected by its magic bytes, concatenated
+  gzip members are read in turn).  The file is never held whole: blocks of a few MiB are
+  yielded as they decompress, so memory stays flat however large the trace.
+* A decompressed-size cap (``max_bytes``; default :data:`MAX_DECOMPRESSED_BYTES`, env
+  ``OPSCOPE_MAX_TRACE_BYTES``) turns a decompression bomb into a :class:`TraceError`.
+* A gzip stream that ends early (a profiler killed mid-write) or turns to garbage after some
+  good data is not an error here: the blocks decoded so far are yielded and
+  :attr:`ByteStream.cut` records why; the JSON layer recovers the complete events.
+* Every failure that is the file's fault raises :class:`TraceError` naming the file.
 """
 
 from __future__ import annotations
 
-import gzip
-import re
+import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import BinaryIO
 
 from opscope.errors import TraceError
 
 # Larger than any real profile we have seen (the biggest public ones are a few GB); a cap only
 # exists so a decompression bomb cannot take the machine's memory.
 MAX_DECOMPRESSED_BYTES = 16 * 1024**3
+BLOCK_BYTES = 4 << 20
 
 _GZIP_MAGIC = b"\x1f\x8b"
-# A "ts" whose digits exceed what a double holds exactly (more than 15 significant digits), e.g.
-# Unix-epoch microseconds with a nanosecond part: 1712195495519695.812
-_LONG_TS = re.compile(rb'"ts"\s*:\s*(-?\d{13,}\.\d+)')
 
 
-def read_bytes(path: Path, max_bytes: int = MAX_DECOMPRESSED_BYTES) -> bytes:
-    """The file's decompressed bytes."""
+def max_decompressed_bytes(override: int | None = None) -> int:
+    """The cap in force: ``override``, else ``$OPSCOPE_MAX_TRACE_BYTES``, else the default."""
+    if override is not None:
+        return override
+    env = os.environ.get("OPSCOPE_MAX_TRACE_BYTES", "").strip()
+    if env.isdigit():
+        return int(env)
+    return MAX_DECOMPRESSED_BYTES
+
+
+def _open(path: Path) -> tuple[BinaryIO, bytes]:
     try:
-        with path.open("rb") as fh:
-            head = fh.read(2)
+        fh = path.open("rb")
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise TraceError(f"{path}: is a folder, not a trace file") from None
     except PermissionError:
         raise TraceError(f"{path}: permission denied") from None
-    if head == _GZIP_MAGIC:
-        return _gunzip(path, max_bytes)
-    if path.suffix == ".gz":
-        raise TraceError(f"{path}: named .gz but is not gzip data")
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise TraceError(f"{path}: {size} bytes is over the {max_bytes} byte limit")
-    return path.read_bytes()
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return fh, fh.read(2)
 
 
-def _gunzip(path: Path, max_bytes: int) -> bytes:
-    out = bytearray()
-    decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        with path.open("rb") as fh:
+class ByteStream:
+    """Iterate the decompressed bytes of one trace file in blocks.
+
+    After iteration: ``total`` is the number of decompressed bytes yielded and ``cut`` is
+    ``None`` or a short reason why the data ended early (truncated or corrupt gzip).
+    """
+
+    def __init__(self, path: Path, max_bytes: int | None = None, block: int = BLOCK_BYTES) -> None:
+        self.path = path
+        self.max_bytes = max_decompressed_bytes(max_bytes)
+        self.block = block
+        self.total = 0
+        self.cut: str | None = None
+        self.gzip = False
+
+    def _too_big(self) -> TraceError:
+        return TraceError(
+            f"{self.path}: decompresses to more than {self.max_bytes} bytes "
+            "(a decompression bomb?); refusing"
+        )
+
+    def __iter__(self) -> Iterator[bytes]:
+        fh, head = _open(self.path)
+        with fh:
+            if head == _GZIP_MAGIC:
+                self.gzip = True
+                yield from self._gunzip(fh, head)
+                return
+            if self.path.name.endswith(".gz"):
+                raise TraceError(f"{self.path}: named .gz but is not gzip data")
+            size = self.path.stat().st_size
+            if size > self.max_bytes:
+                raise TraceError(
+                    f"{self.path}: {size} bytes is over the {self.max_bytes} byte limit"
+                )
+            data = head
             while True:
-                chunk = fh.read(1 << 20)
+                chunk = fh.read(self.block)
+                if data:
+                    chunk = data + chunk
+                    data = b""
                 if not chunk:
-                    break
-                out += decomp.decompress(chunk, max_bytes + 1 - len(out))
-                if len(out) > max_bytes:
-                    raise TraceError(
-                        f"{path}: decompresses to more than {max_bytes} bytes "
-                        "(a decompression bomb?); refusing"
-                    )
-                while decomp.unconsumed_tail:
-                    out += decomp.decompress(decomp.unconsumed_tail, max_bytes + 1 - len(out))
-                    if len(out) > max_bytes:
-                        raise TraceError(
-                            f"{path}: decompresses to more than {max_bytes} bytes "
-                            "(a decompression bomb?); refusing"
-                        )
-                if decomp.eof and decomp.unused_data:
-                    # concatenated gzip members
+                    return
+                self.total += len(chunk)
+                if self.total > self.max_bytes:
+                    raise self._too_big()
+                yield chunk
+
+    def _gunzip(self, fh: BinaryIO, head: bytes) -> Iterator[bytes]:
+        decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pending = head
+        # read compressed input in smaller pieces so one block of a bomb cannot expand far
+        # past the cap before we look at it
+        read_size = 1 << 20
+        while True:
+            data = pending + fh.read(read_size)
+            pending = b""
+            if not data:
+                break
+            while data:
+                try:
+                    out = decomp.decompress(data, self.block)
+                except zlib.error as exc:
+                    if self.total == 0:
+                        raise TraceError(f"{self.path}: not valid gzip data ({exc})") from None
+                    self.cut = f"the gzip data is corrupt after {self.total} bytes ({exc})"
+                    return
+                if out:
+                    self.total += len(out)
+                    if self.total > self.max_bytes:
+                        raise self._too_big()
+                    yield out
+                if decomp.eof:
                     rest = decomp.unused_data
                     decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    out += decomp.decompress(rest)
-    except (zlib.error, gzip.BadGzipFile, EOFError) as exc:
-        if not out:
-            raise TraceError(f"{path}: not valid gzip data ({exc})") from None
-        # a truncated gzip stream: keep what decompressed; the JSON layer recovers events
-    return bytes(out)
+                    if not rest:
+                        rest = fh.read(2)
+                        if not rest:
+                            return  # the last member ended with the file: clean
+                    if rest[:2] == _GZIP_MAGIC or (len(rest) == 1 and rest == b"\x1f"):
+                        data = rest  # a concatenated member
+                        continue
+                    if rest.strip(b"\x00"):
+                        self.cut = "unexpected bytes after the gzip data"
+                    return
+                data = decomp.unconsumed_tail
+        if self.total == 0 and not decomp.eof:
+            raise TraceError(f"{self.path}: gzip data is empty or cut before any content")
+        if not decomp.eof:
+            self.cut = f"the gzip stream ends early, after {self.total} decompressed bytes"
 
 
-def _quote_long_timestamps(data: bytes) -> bytes:
-    """Turn over-long numeric ``ts`` values into strings so no digit is lost to a double."""
-    return _LONG_TS.sub(
-        lambda m: (
-            b'"ts":"' + m.group(1) + b'"'
-            if len(m.group(1).replace(b".", b"").lstrip(b"-")) > 15
-            else m.group(0)
-        ),
-        data,
-    )
-
-
-def decode_json(data: bytes, origin: str) -> tuple[Any, str | None]:
-    """Decode trace JSON.  Returns ``(document, warning)``; a truncated document is recovered."""
-    if not data.strip():
-        raise TraceError(f"{origin}: empty file")
-    if _LONG_TS.search(data, 0, 1 << 16) or _LONG_TS.search(data):
-        data = _quote_long_timestamps(data)
-    try:
-        return orjson.loads(data), None
-    except orjson.JSONDecodeError as exc:
-        first_error = str(exc)
-    # orjson refuses integers beyond 64 bits; the standard library takes them
-    import json
-
-    try:
-        return json.loads(data), None
-    except (ValueError, RecursionError):
-        pass
-    recovered = _recover_truncated(data)
-    if recovered is not None:
-        doc, kept = recovered
-        return doc, (
-            f"{origin}: the trace is truncated (a profiler killed mid-write?); "
-            f"recovered {kept} complete events before the cut"
-        )
-    lead = data.lstrip()[:1]
-    if lead not in (b"{", b"["):
-        raise TraceError(f"{origin}: not JSON (starts with {data.lstrip()[:16]!r})")
-    raise TraceError(f"{origin}: invalid JSON ({first_error})")
-
-
-def _recover_truncated(data: bytes) -> tuple[Any, int] | None:
-    """Keep every complete event of a ``traceEvents`` array that was cut short.
-
-    Walk back from the end over closing braces and try to close the array there; a cut inside an
-    event fails to parse and the next brace back is tried.  Bounded, so garbage cannot hang us.
-    """
-    m = re.search(rb'"traceEvents"\s*:\s*\[', data)
-    stripped = data.lstrip()
-    if m is None and not stripped.startswith(b"["):
-        return None
-    floor = m.end() if m is not None else len(data) - len(stripped) + 1
-    end = len(data)
-    for _ in range(10_000):
-        end = data.rfind(b"}", floor, end)
-        if end < 0:
-            return None
-        tail = b"]}" if m is not None else b"]"
-        try:
-            doc = orjson.loads(data[: end + 1] + tail)
-        except orjson.JSONDecodeError:
-            continue
-        events = doc.get("traceEvents") if isinstance(doc, dict) else doc
-        return doc, len(events) if isinstance(events, list) else 0
-    return None
+def read_bytes(path: Path, max_bytes: int | None = None) -> bytes:
+    """The file's decompressed bytes, whole (small files, tools; ingestion streams instead)."""
+    return b"".join(ByteStream(path, max_bytes))

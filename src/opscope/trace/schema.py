@@ -19,7 +19,10 @@ analysis.  Columns (see docs/architecture.md for the full description):
 ``op_id``        runtime/device events: the innermost framework event that issued them;
                  framework events: themselves
 ``step``         ProfilerStep index the event belongs to, or null
-``args``         the remaining fields as JSON text (shapes, dtypes, strides, collective args)
+``args``         the event's ``args`` object as JSON text (shapes, dtypes, strides, collective
+                 args), exactly as decoded; null when absent or empty
+``launch_id``    device events: the runtime call that launched them (``correlation``, else an
+                 ``ac2g`` flow); null otherwise.  Added in schema version 2.
 
 The schema carries a version: bump ``EVENT_SCHEMA_VERSION`` on any change so caches rebuild.
 """
@@ -28,9 +31,23 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-EVENT_SCHEMA_VERSION = 1
+EVENT_SCHEMA_VERSION = 3
 
 SOURCES = ("framework", "runtime", "device", "other")
+KINDS = (
+    "op",
+    "annotation",
+    "python",
+    "step",
+    "runtime",
+    "kernel",
+    "memcpy",
+    "memset",
+    "comm",
+    "sync",
+    "exec",
+    "other",
+)
 
 EVENT_SCHEMA = pa.schema(
     [
@@ -51,6 +68,7 @@ EVENT_SCHEMA = pa.schema(
         pa.field("op_id", pa.int64()),
         pa.field("step", pa.int32()),
         pa.field("args", pa.string()),
+        pa.field("launch_id", pa.int64()),
     ],
     metadata={"opscope.event_schema_version": str(EVENT_SCHEMA_VERSION)},
 )
@@ -81,6 +99,10 @@ CATEGORY_MAP: dict[str, tuple[str, str]] = {
     "gpu_memset": ("device", "memset"),
     "memset": ("device", "memset"),
     "gpu_user_annotation": ("device", "annotation"),
+    # CUDA event/stream waits drawn on a device stream (Kineto >= 2.1): device time, not work
+    "cuda_sync": ("device", "sync"),
+    # CUPTI range-profiler mode records each kernel as a range carrying its counters
+    "cuda_profiler_range": ("device", "kernel"),
     "neuron_hw": ("device", "exec"),
 }
 
@@ -88,22 +110,23 @@ CATEGORY_MAP: dict[str, tuple[str, str]] = {
 COMM_KERNEL_MARKERS = ("nccl", "rccl", "all_reduce", "allreduce", "all_gather", "reduce_scatter")
 
 # Runtime calls that block the host until the device (or a stream/event) is done.
+# (matched case-insensitively: cudaDeviceSynchronize, hipStreamSynchronize, neuron_synchronize)
 SYNC_RUNTIME_MARKERS = (
     "synchronize",
-    "cudaStreamWaitEvent",
-    "hipStreamWaitEvent",
+    "streamwaitevent",
 )
 
 
 def classify(cat: str, name: str) -> tuple[str, str]:
     """Return ``(source, kind)`` for a Kineto category and event name."""
     source, kind = CATEGORY_MAP.get(cat.lower(), ("other", "other"))
-    if source == "framework" and kind == "annotation" and name.startswith("ProfilerStep#"):
+    if source == "framework" and name.startswith("ProfilerStep#"):
+        # user_annotation today; older Kineto eras recorded the step as an "Operator"
         return "framework", "step"
     if source == "device" and kind == "kernel":
         low = name.lower()
         if any(m in low for m in COMM_KERNEL_MARKERS):
             return "device", "comm"
-    elif source == "runtime" and any(m in name for m in SYNC_RUNTIME_MARKERS):
+    elif source == "runtime" and any(m in name.lower() for m in SYNC_RUNTIME_MARKERS):
         return "runtime", "sync"
     return source, kind

@@ -1,0 +1,117 @@
+"""The ingest cache: one trace file's normalised event table as Parquet, keyed by content.
+
+Layout: ``<cache dir>/traces/<key>.parquet`` plus ``<key>.json`` (the file's
+:class:`~opscope.trace.model.TraceMeta` fields, the row count and the key).  The cache dir is
+``$OPSCOPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/opscope``, else ``~/.cache/opscope``.
+
+The key is a SHA-256 hash of the file's bytes (as stored, compressed or not) together with
+:data:`~opscope.trace.schema.EVENT_SCHEMA_VERSION` and the opscope version, so an edited file,
+a new schema or a new release never reads an old entry.  An entry is trusted only when both
+files decode, the key and row count recorded in the JSON match, and the Parquet schema is the
+current one; anything else is deleted and rebuilt.  Writes go to a temporary name and are
+renamed into place, so a crash never leaves a half-written entry under the real name.  A cache
+that cannot be written (read-only home, full disk) is silently skipped: it is an optimisation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from opscope import __version__
+from opscope.trace.schema import EVENT_SCHEMA, EVENT_SCHEMA_VERSION
+
+
+def cache_dir() -> Path:
+    """Where entries live (see the module docstring)."""
+    env = os.environ.get("OPSCOPE_CACHE_DIR")
+    if env:
+        return Path(env) / "traces"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    root = Path(xdg) / "opscope" if xdg else Path.home() / ".cache" / "opscope"
+    return root / "traces"
+
+
+@functools.cache
+def _reader_digest() -> str:
+    """A digest of the code that turns a file into the table, so that a changed reader (a fix
+    between releases, a development checkout) never serves tables built by the old one."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in sorted(p.name for p in here.glob("*.py")):
+        h.update(name.encode())
+        h.update((here / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def content_key(path: Path) -> str:
+    """The cache key of a trace file: its content, the schema version, the opscope version and
+    the trace reader's own code."""
+    h = hashlib.sha256()  # SHA extensions make it the fastest of hashlib on x86
+    h.update(f"opscope {__version__} schema {EVENT_SCHEMA_VERSION} {_reader_digest()}\n".encode())
+    with path.open("rb") as fh:
+        while True:
+            block = fh.read(1 << 22)
+            if not block:
+                break
+            h.update(block)
+    return h.hexdigest()
+
+
+def _paths(key: str) -> tuple[Path, Path]:
+    d = cache_dir()
+    return d / f"{key}.parquet", d / f"{key}.json"
+
+
+def _drop(key: str) -> None:
+    for p in _paths(key):
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
+def get(key: str) -> tuple[pa.Table, dict[str, Any]] | None:
+    """The cached (table, meta dict) for ``key``, or None (a bad entry is removed)."""
+    table_path, meta_path = _paths(key)
+    if not meta_path.is_file() or not table_path.is_file():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if not isinstance(meta, dict) or meta.get("key") != key:
+            raise ValueError("key mismatch")
+        table = pq.read_table(table_path)
+        if not table.schema.equals(EVENT_SCHEMA, check_metadata=False):
+            raise ValueError("schema mismatch")
+        if table.num_rows != meta.get("rows"):
+            raise ValueError("row count mismatch")
+        table = table.replace_schema_metadata(EVENT_SCHEMA.metadata)
+    except Exception:  # any damage at all: rebuild, never trust
+        _drop(key)
+        return None
+    return table, meta["meta"]
+
+
+def put(key: str, table: pa.Table, meta: dict[str, Any]) -> None:
+    """Store an entry; failures are ignored (the cache is an optimisation)."""
+    table_path, meta_path = _paths(key)
+    tmp_t = table_path.with_name(f".{table_path.name}.{os.getpid()}.tmp")
+    tmp_m = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.tmp")
+    try:
+        table_path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, tmp_t, compression="zstd", compression_level=1)
+        record = {"key": key, "rows": table.num_rows, "meta": meta}
+        tmp_m.write_text(json.dumps(record, default=str), encoding="utf-8")
+        # table first, meta last: a reader needs both, and a meta implies its table is whole
+        os.replace(tmp_t, table_path)
+        os.replace(tmp_m, meta_path)
+    except (OSError, pa.ArrowException, TypeError, ValueError):
+        for p in (tmp_t, tmp_m):
+            with contextlib.suppress(OSError):
+                p.unlink()

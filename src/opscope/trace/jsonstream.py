@@ -1,0 +1,313 @@
+"""Chrome-trace JSON -> lists of event objects, a few MiB at a time.
+
+Contract: :class:`EventStream` takes decompressed byte blocks and yields ``(events, piece)``
+pairs, where ``events`` is the decoded list of the next run of ``traceEvents`` entries and
+``piece`` the exact bytes they came from (so a caller may decode them again, e.g. with long
+timestamps quoted).  After iteration :attr:`EventStream.meta` holds every top-level key other
+than ``traceEvents`` (whether written before or after the array), :attr:`form` says which form
+the document had, and :attr:`warning` says what was recovered from a cut-short file.
+
+Why this shape: ``orjson.loads`` of a whole 1 GB trace builds several GB of Python objects.
+Splitting the ``traceEvents`` array between two events (``}`` ``,`` ``{`` at top level) and
+decoding each run on its own keeps memory flat.  A split point is only a guess (the same bytes
+can occur inside ``args`` or a string); a guess is accepted only when the run decodes as a JSON
+array, which cannot happen when the run ends inside an event (an ``{`` would stay open).
+
+Bad input: a document that is not JSON raises :class:`TraceError`; a document cut short keeps
+every complete event before the cut and says so in :attr:`warning`.  All loops are bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from opscope.errors import TraceError
+
+CHUNK_BYTES = 8 << 20
+_HEAD_LIMIT = 64 << 20  # metadata before "traceEvents" larger than this: decode whole
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_SPLIT_AT = re.compile(rb"\}\s*,\s*\{")
+_CLOSE_AT = re.compile(rb"\}\s*(?:,|$)")
+# A "ts" whose digits exceed what a double holds exactly (more than 15 significant digits), e.g.
+# Unix-epoch microseconds with a nanosecond part: 1712195495519695.812
+LONG_TS = re.compile(rb'"ts"\s*:\s*(-?\d{13,}\.\d+)')
+
+
+def quote_long_timestamps(data: bytes) -> bytes:
+    """Turn long numeric ``ts`` values into strings so no digit is lost to a double.
+
+    Quoting a value a double would have held is harmless (text converts exactly too), so the
+    substitution is a plain template: no per-match Python call.
+    """
+    return LONG_TS.sub(rb'"ts":"\1"', data)
+
+
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_BIG_INT = re.compile(rb"(?<![\d.eE+-])-?\d{20,}(?![\d.eE])")
+
+
+def _has_big_int(data: bytes) -> bool:
+    """Whether the text holds an integer beyond 64 bits (orjson would make it a float).
+
+    A translate-and-find pass first (C speed); the regex only runs on a candidate.
+    """
+    if data.translate(_DIGITS).find(b"0" * 20) < 0:
+        return False
+    return _BIG_INT.search(data) is not None
+
+
+def loads(data: bytes) -> Any:
+    """Decode JSON; raises ``ValueError`` when it is not JSON.
+
+    orjson first; the standard library where orjson would lose digits (integers beyond 64
+    bits, which orjson turns into floats) or refuses what is still JSON in the wild
+    (NaN/Infinity).
+    """
+    if not _has_big_int(data):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+
+
+def _try(data: bytes) -> Any | None:
+    try:
+        return loads(data)
+    except ValueError:
+        return None
+
+
+class EventStream:
+    """Split one document's ``traceEvents`` into decoded runs (see module docstring)."""
+
+    def __init__(
+        self, blocks: Iterable[bytes], origin: str, chunk_bytes: int = CHUNK_BYTES
+    ) -> None:
+        self._blocks = iter(blocks)
+        self.origin = origin
+        self.chunk_bytes = chunk_bytes
+        self.meta: dict[str, Any] = {}
+        self.form = "object"  # object | array | document (decoded whole) | other
+        self.warning: str | None = None
+        self.quote = False  # quote long timestamps before decoding (set by the caller)
+        self.events_seen = 0
+        self.bytes_read = 0
+        self._eof = False
+
+    def _read(self, buf: bytearray) -> bool:
+        if self._eof:
+            return False
+        for block in self._blocks:
+            if block:
+                buf += block
+                self.bytes_read += len(block)
+                return True
+        self._eof = True
+        return False
+
+    def decode_piece(self, piece: bytes) -> list[Any] | None:
+        """Decode a run of events (``piece`` holds them comma-separated, without brackets)."""
+        data = b"[" + piece + b"]"
+        if self.quote:
+            data = quote_long_timestamps(data)
+        doc = _try(data)
+        return doc if isinstance(doc, list) else None
+
+    def __iter__(self) -> Iterator[tuple[list[Any], bytes | None]]:
+        buf = bytearray()
+        # the head: skip whitespace and a byte-order mark, find where the events begin
+        while not buf.strip() and self._read(buf):
+            pass
+        if buf[:3] == b"\xef\xbb\xbf":
+            del buf[:3]
+        start = len(buf) - len(buf.lstrip())
+        if start >= len(buf):
+            raise TraceError(f"{self.origin}: empty file")
+        lead = buf[start : start + 1]
+        if lead == b"[":
+            self.form = "array"
+            pos = start + 1
+        elif lead == b"{":
+            m = _EVENTS_KEY.search(buf, start)
+            while m is None and len(buf) < _HEAD_LIMIT and self._read(buf):
+                m = _EVENTS_KEY.search(buf, max(start, len(buf) - _HEAD_LIMIT))
+            prefix_meta = None
+            if m is not None:
+                text = bytes(buf[start : m.start()]).rstrip()
+                if text.endswith(b","):
+                    text = text[:-1]
+                prefix_meta = _try(text + b"}")
+            if not isinstance(prefix_meta, dict):
+                yield from self._whole(buf)
+                return
+            assert m is not None
+            self.meta.update(prefix_meta)
+            pos = m.end()
+        else:
+            raise TraceError(
+                f"{self.origin}: not JSON (starts with {bytes(buf[start : start + 16])!r})"
+            )
+
+        need = self.chunk_bytes
+        while True:
+            while len(buf) - pos < need and self._read(buf):
+                pass
+            if self._eof:
+                break
+            k = self._last_split(buf, pos, len(buf))
+            done = False
+            for _ in range(8):  # a few guesses back, then read more
+                if k < 0:
+                    break
+                # one copy, straight from the buffer (a slice would copy twice)
+                piece = b"".join((memoryview(buf)[pos : k + 1],))
+                events = self.decode_piece(piece)
+                if events is not None:
+                    self.events_seen += len(events)
+                    yield events, piece
+                    m2 = _SPLIT_AT.match(buf, k)
+                    assert m2 is not None
+                    del buf[: m2.end() - 1]
+                    pos = 0
+                    done = True
+                    break
+                k = self._last_split(buf, pos, k)
+            # no guess decoded: one event larger than the run, or broken JSON; grow geometrically
+            # so a broken file costs a bounded number of attempts
+            need = self.chunk_bytes if done else need * 2
+        yield from self._tail(bytes(buf[pos:]))
+
+    @staticmethod
+    def _last_split(buf: bytearray, lo: int, hi: int) -> int:
+        """Index of the last ``}`` in ``buf[lo:hi]`` that is followed by ``,`` and ``{``."""
+        while True:
+            j = buf.rfind(b"}", lo, hi)
+            if j < 0:
+                return -1
+            if _SPLIT_AT.match(buf, j):
+                return j
+            hi = j
+
+    def _tail(self, rest: bytes) -> Iterator[tuple[list[Any], bytes | None]]:
+        """The last run: its events, the keys after the array, or a recovery from a cut."""
+        head = b'{"traceEvents":[' if self.form == "object" else b"["
+        data = head + rest
+        if LONG_TS.search(data):
+            self.quote = True
+            data = quote_long_timestamps(data)
+        doc = _try(data)
+        if self.form == "object" and isinstance(doc, dict):
+            events = doc.pop("traceEvents", [])
+            self.meta.update(doc)
+            if isinstance(events, list):
+                self.events_seen += len(events)
+                yield events, None
+            return
+        if self.form == "array" and isinstance(doc, list):
+            self.events_seen += len(doc)
+            yield doc, None
+            return
+        # cut short (or broken near the end): keep the complete events before the cut
+        kept: list[Any] = []
+        hi = len(rest)
+        for _ in range(2000):
+            j = rest.rfind(b"}", 0, hi)
+            if j < 0:
+                break
+            hi = j
+            if not _CLOSE_AT.match(rest, j):
+                continue
+            got = self.decode_piece(rest[: j + 1])
+            if got is not None:
+                kept = got
+                break
+        self.events_seen += len(kept)
+        if self.events_seen == 0:
+            raise TraceError(f"{self.origin}: invalid JSON (no complete trace event in it)")
+        lost_meta = " (keys written after the events, such as baseTimeNanoseconds, are lost)"
+        self.warning = (
+            f"{self.origin}: the trace is cut short (a profiler killed mid-write?); recovered "
+            f"{self.events_seen} complete events from the first {self.bytes_read} bytes"
+            + (lost_meta if self.form == "object" else "")
+        )
+        if kept:
+            yield kept, None
+
+    def _whole(self, buf: bytearray) -> Iterator[tuple[list[Any], bytes | None]]:
+        """Decode the document in one go (metadata too large, or an unusual layout)."""
+        while self._read(buf):
+            pass
+        data = bytes(buf)
+        buf.clear()
+        if LONG_TS.search(data):
+            data = quote_long_timestamps(data)
+        try:
+            doc = loads(data)
+        except ValueError as exc:
+            recovered = self._recover_whole(data)
+            if recovered is None:
+                raise TraceError(f"{self.origin}: invalid JSON ({exc})") from None
+            doc = recovered
+        del data
+        self.form = "document"
+        if isinstance(doc, list):
+            self.form = "array"
+            self.events_seen = len(doc)
+            yield doc, None
+            return
+        if not isinstance(doc, dict):
+            raise TraceError(f"{self.origin}: the JSON is neither a trace object nor an array")
+        events = doc.pop("traceEvents", None)
+        self.meta.update(doc)
+        if events is None:
+            if "nodes" in doc and "schema" in doc:
+                raise TraceError(
+                    f"{self.origin}: a PyTorch execution trace (graph of ops, no timings), "
+                    "not a Kineto trace; pass the Kineto trace recorded beside it"
+                )
+            raise TraceError(f"{self.origin}: no 'traceEvents' in this JSON object")
+        if not isinstance(events, list):
+            raise TraceError(f"{self.origin}: 'traceEvents' is not a list")
+        self.events_seen = len(events)
+        yield events, None
+
+    def _recover_whole(self, data: bytes) -> Any | None:
+        m = _EVENTS_KEY.search(data)
+        if m is None:
+            return None
+        text = data[: m.start()].rstrip()
+        if text.endswith(b","):
+            text = text[:-1]
+        meta = _try(text.lstrip() + b"}")
+        if not isinstance(meta, dict):
+            return None
+        rest = data[m.end() :]
+        hi = len(rest)
+        for _ in range(2000):
+            j = rest.rfind(b"}", 0, hi)
+            if j < 0:
+                break
+            hi = j
+            if not _CLOSE_AT.match(rest, j):
+                continue
+            got = self.decode_piece(rest[: j + 1])
+            if got is not None:
+                meta["traceEvents"] = got
+                self.warning = (
+                    f"{self.origin}: the trace is cut short (a profiler killed mid-write?); "
+                    f"recovered {len(got)} complete events"
+                )
+                return meta
+        return None

@@ -1,0 +1,348 @@
+"""Bad input: truncated, malformed, not JSON, bad gzip, bombs.  Only TraceError may escape."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from opscope.errors import TraceError
+from opscope.trace import load
+from opscope.trace.jsonstream import EventStream
+
+
+@pytest.fixture(autouse=True)
+def _cache_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _ev(i: int) -> dict[str, Any]:
+    return {
+        "ph": "X",
+        "cat": "cpu_op" if i % 3 else "kernel",
+        "name": f"op{i}",
+        "pid": 1 if i % 3 else 0,
+        "tid": 1 if i % 3 else 7,
+        "ts": 10.5 + i,
+        "dur": 0.5,
+        "args": {"correlation": i, "Input Dims": [[i, 2]], "s": "x},{y"},
+    }
+
+
+def _doc(n: int) -> dict[str, Any]:
+    return {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": "G"}],
+        "traceEvents": [_ev(i) for i in range(n)],
+        "traceName": "t",
+        "baseTimeNanoseconds": 1000,
+    }
+
+
+def _text(n: int) -> bytes:
+    # Kineto's layout: one event per line block
+    return json.dumps(_doc(n), indent=2).encode()
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("fraction", [0.3, 0.77, 0.999])
+def test_truncated_trace_keeps_complete_events(tmp_path: Path, gz: bool, fraction: float) -> None:
+    data = _text(400)
+    cut = data[: int(len(data) * fraction)]
+    # count by hand: the events whose closing brace is before the cut
+    last_close = cut.rfind(b"\n    }")
+    expected = sum(
+        1
+        for i in range(400)
+        if data.find(f'"op{i}"'.encode()) >= 0 and data.find(f'"op{i}"'.encode()) < last_close
+    )
+    path = tmp_path / ("t.json.gz" if gz else "t.json")
+    if gz:
+        whole = gzip.compress(data)
+        # a gzip stream cut mid-way: decompress what is there, by hand
+        path.write_bytes(whole[: int(len(whole) * fraction)])
+        d = zlib.decompressobj(31)
+        got = d.decompress(path.read_bytes())
+        last_close = got.rfind(b"\n    }")
+        expected = sum(1 for i in range(400) if 0 <= got.find(f'"op{i}"'.encode()) < last_close)
+    else:
+        path.write_bytes(cut)
+    t = load(path, cache=False)
+    assert len(t) == expected > 0
+    if expected < 400:  # a gzip cut in its trailer leaves the JSON whole
+        assert any(
+            "cut short" in w and f"recovered {expected} complete events" in w
+            for w in t.meta.warnings
+        ), t.meta.warnings
+    if gz:
+        assert any("gzip stream ends early" in w for w in t.meta.warnings)
+    # the events before the cut are whole and linked as usual
+    assert t.column("name")[:3] == ["op0", "op1", "op2"]
+
+
+def test_truncated_in_small_runs_too(tmp_path: Path) -> None:
+    # many runs of the stream splitter before the cut
+    data = _text(3000)
+    cut = data[: len(data) - 500]
+    chunks = [cut[i : i + 1000] for i in range(0, len(cut), 1000)]
+    s = EventStream(chunks, "x", chunk_bytes=4096)
+    events = [e for run, _ in s for e in run]
+    assert len(events) == 2998 or len(events) == 2999
+    assert [e["name"] for e in events[:2]] == ["op0", "op1"]
+    assert s.warning is not None and "cut short" in s.warning
+
+
+def test_stream_splitter_matches_whole_decode() -> None:
+    data = _text(2000)
+    chunks = [data[i : i + 777] for i in range(0, len(data), 777)]
+    s = EventStream(chunks, "x", chunk_bytes=1500)
+    runs = [run for run, _ in s]
+    assert len(runs) > 10  # really split
+    assert [e for r in runs for e in r] == _doc(2000)["traceEvents"]
+    assert s.meta["traceName"] == "t" and s.meta["baseTimeNanoseconds"] == 1000
+    assert s.meta["deviceProperties"] == [{"id": 0, "name": "G"}]
+    assert s.warning is None
+
+
+def test_malformed_events_are_counted_by_reason(tmp_path: Path) -> None:
+    evs: list[Any] = [
+        {"ph": "X", "cat": "cpu_op", "name": "good", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "nots", "pid": 1, "tid": 1, "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "badts", "pid": 1, "tid": 1, "ts": "soon"},
+        {"ph": "X", "cat": "cpu_op", "name": "neg", "pid": 1, "tid": 1, "ts": 1, "dur": -4},
+        {"ph": "X", "cat": "cpu_op", "name": "nodur", "pid": 1, "tid": 1, "ts": 3},
+        [1, 2],
+        "text",
+        {"ph": "i", "name": "instant", "ts": 1},
+        {"ph": "?", "name": "odd", "ts": 1},
+        {"ph": "f", "cat": "ac2g", "ts": 1},
+    ]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": evs}))
+    t = load(p, cache=False)
+    assert sorted(t.column("name")) == ["good", "nodur"]
+    assert t.meta.skipped == {
+        "no ts": 1,
+        "unreadable ts or dur": 1,
+        "negative duration": 1,
+        "not an object": 2,
+        "untimed event (ph i)": 1,
+        "unknown phase": 1,
+        "flow without id or ts": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", "empty file"),
+        (b"   \n\t ", "empty file"),
+        (b"hello world", "not JSON"),
+        (b"\x00\x01\x02binary", "not JSON"),
+        (b'{"traceEvents": [{"ph": "X", "ts": ', "invalid JSON"),
+        (b'{"traceEvents": 5}', "'traceEvents' is not a list"),
+        (b'{"nodes": [], "schema": "1.0.3"}', "execution trace"),
+        (b'{"a": 1}', "no 'traceEvents'"),
+        (b"42", "not JSON"),
+    ],
+)
+def test_unreadable_files_raise_one_line(tmp_path: Path, content: bytes, reason: str) -> None:
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    with pytest.raises(TraceError) as err:
+        load(p, cache=False)
+    msg = str(err.value)
+    assert str(p) in msg and reason in msg and "\n" not in msg
+
+
+def test_gzip_errors(tmp_path: Path) -> None:
+    named = tmp_path / "t.json.gz"
+    named.write_bytes(b'{"traceEvents": []}')
+    with pytest.raises(TraceError, match="not gzip data"):
+        load(named, cache=False)
+    garbage = tmp_path / "g.json.gz"
+    garbage.write_bytes(b"\x1f\x8b" + b"\xff" * 100)
+    with pytest.raises(TraceError, match="gzip"):
+        load(garbage, cache=False)
+    nothing = tmp_path / "n.json.gz"
+    nothing.write_bytes(gzip.compress(b"")[:12])
+    with pytest.raises(TraceError):
+        load(nothing, cache=False)
+
+
+def test_decompression_bomb_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (8 << 20) + b"]}"))
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(TraceError, match="decompression bomb"):
+        load(bomb, cache=False, max_bytes=1 << 20)
+    monkeypatch.setenv("OPSCOPE_MAX_TRACE_BYTES", str(1 << 20))
+    with pytest.raises(TraceError, match="decompression bomb"):
+        load(bomb, cache=False)
+    plain = tmp_path / "big.json"
+    plain.write_bytes(b'{"traceEvents": [' + b" " * (2 << 20) + b"]}")
+    with pytest.raises(TraceError, match="byte limit"):
+        load(plain, cache=False)
+    monkeypatch.delenv("OPSCOPE_MAX_TRACE_BYTES")
+    assert len(load(bomb, cache=False)) == 0
+
+
+def test_missing_paths(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="no such file"):
+        load(tmp_path / "nope.json")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(TraceError, match="no trace files"):
+        load(empty)
+
+
+def test_cli_reports_bad_input_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from opscope.cli.main import main
+
+    p = tmp_path / "bad.json"
+    p.write_bytes(b"not json at all")
+    assert main(["sql", str(p), "SELECT 1", "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not JSON" in err and "Traceback" not in err
+
+
+# -- property tests: mutate and truncate small traces; only TraceError may come out ----------
+
+_SMALL = json.dumps(
+    {
+        "deviceProperties": [{"id": 0}],
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mm",
+                "pid": 1,
+                "tid": 1,
+                "ts": 1.5,
+                "dur": 10,
+                "args": {"External id": 3},
+            },
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": 2,
+                "dur": 1,
+                "args": {"correlation": 4},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "k",
+                "pid": 0,
+                "tid": 7,
+                "ts": 20,
+                "dur": 3,
+                "args": {"correlation": 4},
+            },
+            {"ph": "s", "id": 4, "pid": 1, "tid": 1, "ts": 2, "cat": "ac2g"},
+            {"ph": "f", "id": 4, "pid": 0, "tid": 7, "ts": 20, "cat": "ac2g", "bp": "e"},
+            {"ph": "B", "name": "b", "pid": 2, "tid": 2, "ts": 1},
+            {"ph": "E", "pid": 2, "tid": 2, "ts": 5},
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "m"}},
+        ],
+        "baseTimeNanoseconds": 1000,
+    },
+    indent=1,
+).encode()
+
+_settings = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+def _load_bytes(tmp_path: Path, data: bytes, name: str = "p.json") -> None:
+    p = tmp_path / name
+    p.write_bytes(data)
+    try:
+        t = load(p, cache=False)
+    except TraceError as exc:
+        assert "\n" not in str(exc)
+        return
+    # whatever loaded is a consistent table
+    n = len(t)
+    for col in ("parent_id", "op_id", "launch_id"):
+        assert all(v is None or 0 <= v < n for v in t.column(col))
+
+
+@_settings
+@given(cut=st.integers(min_value=0, max_value=len(_SMALL)))
+def test_any_truncation(tmp_path: Path, cut: int) -> None:
+    _load_bytes(tmp_path, _SMALL[:cut])
+
+
+@_settings
+@given(
+    edits=st.lists(
+        st.tuples(st.integers(0, len(_SMALL) - 1), st.integers(0, 255)), min_size=1, max_size=6
+    )
+)
+def test_any_byte_mutation(tmp_path: Path, edits: list[tuple[int, int]]) -> None:
+    data = bytearray(_SMALL)
+    for pos, byte in edits:
+        data[pos] = byte
+    _load_bytes(tmp_path, bytes(data))
+
+
+@_settings
+@given(cut=st.integers(min_value=0, max_value=400))
+def test_any_gzip_truncation(tmp_path: Path, cut: int) -> None:
+    _load_bytes(tmp_path, gzip.compress(_SMALL)[:cut], "p.json.gz")
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@_settings
+@given(
+    events=st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "ph": st.sampled_from(["X", "B", "E", "s", "f", "M", "i", "Q"]) | _json_values,
+                "cat": st.sampled_from(["cpu_op", "kernel", "cuda_runtime", "ac2g"]) | _json_values,
+                "name": st.sampled_from(["ProfilerStep#1", "ncclKernel", "x"]) | _json_values,
+                "pid": _json_values,
+                "tid": _json_values,
+                "ts": st.integers(-(2**66), 2**66) | st.floats() | _json_values,
+                "dur": st.integers(-5, 2**66) | st.floats() | _json_values,
+                "id": _json_values,
+                "args": _json_values
+                | st.fixed_dictionaries({"correlation": _json_values, "External id": _json_values}),
+            },
+        )
+        | _json_values,
+        max_size=12,
+    ),
+    wrap=st.booleans(),
+)
+def test_any_event_shapes(tmp_path: Path, events: list[Any], wrap: bool) -> None:
+    doc: Any = {"traceEvents": events} if wrap else events
+    _load_bytes(tmp_path, json.dumps(doc).encode())

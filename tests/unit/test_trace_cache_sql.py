@@ -1,0 +1,278 @@
+"""The ingest cache, Trace.sql, and the ``opscope sql`` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from opscope.errors import OpscopeError
+from opscope.trace import cache as trace_cache
+from opscope.trace import load
+from opscope.trace.schema import EVENT_SCHEMA
+
+
+def _trace(n: int = 50) -> dict[str, Any]:
+    evs: list[dict[str, Any]] = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#0",
+            "pid": 1,
+            "tid": 1,
+            "ts": 0,
+            "dur": 100 * n + 100,
+        },
+    ]
+    for i in range(n):
+        t0 = 100 * i + 10
+        evs += [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mm" if i % 2 else "aten::add",
+                "pid": 1,
+                "tid": 1,
+                "ts": t0,
+                "dur": 50,
+                "args": {"External id": i},
+            },
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": t0 + 5,
+                "dur": 5,
+                "args": {"correlation": 1000 + i},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "gemm" if i % 2 else "add_kernel",
+                "pid": 0,
+                "tid": 7,
+                "ts": t0 + 20,
+                "dur": 7.25,
+                "args": {"correlation": 1000 + i},
+            },
+        ]
+    return {"traceEvents": evs, "deviceProperties": [{"id": 0, "name": "G"}]}
+
+
+@pytest.fixture()
+def trace_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(_trace()))
+    return p
+
+
+def _entries(tmp_path: Path) -> list[Path]:
+    d = tmp_path / "cache" / "traces"
+    return sorted(d.iterdir()) if d.is_dir() else []
+
+
+def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("OPSCOPE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert trace_cache.cache_dir() == tmp_path / "xdg" / "opscope" / "traces"
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "o"))
+    assert trace_cache.cache_dir() == tmp_path / "o" / "traces"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.delenv("OPSCOPE_CACHE_DIR")
+    assert trace_cache.cache_dir() == Path.home() / ".cache" / "opscope" / "traces"
+
+
+def test_cache_round_trip(trace_file: Path, tmp_path: Path) -> None:
+    first = load(trace_file)
+    assert not first.meta.cached
+    names = [p.suffix for p in _entries(tmp_path)]
+    assert names == [".json", ".parquet"]
+    again = load(trace_file)
+    assert again.meta.cached
+    assert again.events.equals(first.events)
+    assert again.events.schema.equals(EVENT_SCHEMA, check_metadata=True)
+    assert again.meta.device_properties == first.meta.device_properties
+    assert again.meta.paths == [str(trace_file)]
+
+
+def test_no_cache_neither_reads_nor_writes(trace_file: Path, tmp_path: Path) -> None:
+    load(trace_file, cache=False)
+    assert _entries(tmp_path) == []
+    load(trace_file)
+    t = load(trace_file, cache=False)
+    assert not t.meta.cached
+
+
+def test_changed_file_is_a_new_entry(trace_file: Path, tmp_path: Path) -> None:
+    a = load(trace_file)
+    doc = _trace(3)
+    trace_file.write_text(json.dumps(doc))
+    b = load(trace_file)
+    assert not b.meta.cached and len(b) != len(a)
+    assert len(_entries(tmp_path)) == 4
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncate_parquet",
+        "garbage_parquet",
+        "garbage_meta",
+        "wrong_rows",
+        "wrong_schema",
+        "missing_parquet",
+    ],
+)
+def test_corrupt_entries_are_rebuilt(trace_file: Path, tmp_path: Path, damage: str) -> None:
+    first = load(trace_file)
+    parquet = next(p for p in _entries(tmp_path) if p.suffix == ".parquet")
+    meta = parquet.with_suffix(".json")
+    if damage == "truncate_parquet":
+        parquet.write_bytes(parquet.read_bytes()[: parquet.stat().st_size // 2])
+    elif damage == "garbage_parquet":
+        parquet.write_bytes(b"PAR1" + os.urandom(300))
+    elif damage == "garbage_meta":
+        meta.write_text("{not json")
+    elif damage == "wrong_rows":
+        record = json.loads(meta.read_text())
+        record["rows"] += 1
+        meta.write_text(json.dumps(record))
+    elif damage == "wrong_schema":
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"id": pa.array(range(first.events.num_rows))}), parquet)
+    else:
+        parquet.unlink()
+    again = load(trace_file)
+    assert not again.meta.cached  # rebuilt, never trusted
+    assert again.events.equals(first.events)
+    third = load(trace_file)
+    assert third.meta.cached  # and the rebuilt entry is good
+
+
+def test_unwritable_cache_is_skipped(
+    trace_file: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(blocker))
+    assert len(load(trace_file)) == 151
+
+
+def test_sql_over_events_ops_kernels(trace_file: Path) -> None:
+    t = load(trace_file)
+    out = t.sql(
+        "SELECT name, count(*) AS n, sum(dur_ns) AS ns FROM kernels GROUP BY name ORDER BY name"
+    )
+    assert isinstance(out, pa.Table)
+    assert out.to_pylist() == [
+        {"name": "add_kernel", "n": 25, "ns": 25 * 7250},
+        {"name": "gemm", "n": 25, "ns": 25 * 7250},
+    ]
+    by_op = t.sql("SELECT op_name, count(*) AS n FROM kernels GROUP BY 1 ORDER BY 1").to_pylist()
+    assert by_op == [{"op_name": "aten::add", "n": 25}, {"op_name": "aten::mm", "n": 25}]
+    ops = t.sql(
+        "SELECT name, sum(device_self_ns) AS d FROM ops WHERE kind = 'op' GROUP BY 1 ORDER BY 1"
+    ).to_pylist()
+    assert ops == [{"name": "aten::add", "d": 25 * 7250}, {"name": "aten::mm", "d": 25 * 7250}]
+    assert t.ops is t.ops and t.kernels is t.kernels  # computed once
+    joined = t.sql("SELECT count(*) AS n FROM events e JOIN kernels k ON e.id = k.op_id")
+    assert joined.column(0).to_pylist() == [50]
+    with pytest.raises(OpscopeError, match="SQL"):
+        t.sql("SELECT nope FROM events")
+
+
+def test_sql_df_needs_pandas(trace_file: Path) -> None:
+    t = load(trace_file)
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(OpscopeError, match="pandas"):
+            t.sql_df("SELECT 1")
+    else:
+        assert t.sql_df("SELECT count(*) AS n FROM events")["n"][0] == 151
+
+
+def test_cli_sql_formats(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from opscope.cli.main import main
+
+    q = "SELECT name, count(*) AS n FROM kernels GROUP BY name ORDER BY name"
+    assert main(["sql", str(trace_file), q, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "name,n\nadd_kernel,25\ngemm,25\n"
+    assert main(["sql", str(trace_file), q, "--format", "json", "--no-cache"]) == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {"name": "add_kernel", "n": 25},
+        {"name": "gemm", "n": 25},
+    ]
+    assert main(["sql", str(trace_file), "SELECT id FROM events ORDER BY id", "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "151 rows (3 shown" in out and "│ 2" in out and "│ 3 " not in out
+    assert main(["sql", str(trace_file), "SELECT bad syntax here"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("opscope sql: error: SQL:") and err.count("\n") == 1
+
+
+def test_cli_bad_usage_exits_2(trace_file: Path) -> None:
+    from opscope.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["sql", str(trace_file), "SELECT 1", "--format", "xml"])
+    assert e.value.code == 2
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_sql_command_never_imports_torch(trace_file: Path, tmp_path: Path) -> None:
+    env = dict(os.environ, OPSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    code = (
+        "import sys\n"
+        "from opscope.cli.main import main\n"
+        f"rc = main(['sql', {str(trace_file)!r}, 'SELECT count(*) FROM events', "
+        "'--format', 'csv'])\n"
+        "assert rc == 0, rc\n"
+        "bad = [m for m in ('torch', 'opscope.report', 'opscope.explorer', 'opscope.mcp') "
+        "if m in sys.modules]\n"
+        "print('IMPORTED', bad)\n"
+    )
+    r = _run(["-c", code], env)
+    assert r.returncode == 0, r.stderr
+    assert "IMPORTED []" in r.stdout
+    r = _run(["-c", "import opscope.trace, sys; print('torch' in sys.modules)"], env)
+    assert r.stdout.strip() == "False"
+
+
+def test_help_is_fast(tmp_path: Path) -> None:
+    env = dict(os.environ)
+    _run(["-m", "opscope", "--help"], env)  # warm the disk cache
+    best = min(_timed(lambda: _run(["-m", "opscope", "--help"], env)) for _ in range(3))
+    r = _run(["-X", "importtime", "-m", "opscope", "--help"], env)
+    assert r.returncode == 0
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if "|" in line}
+    assert not {"torch", "duckdb", "pyarrow", "numpy"} & imported
+    # the interpreter alone takes a good part of this on a slow machine: generous margin
+    assert best < 0.6, best
+
+
+def _timed(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
