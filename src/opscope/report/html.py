@@ -1,35 +1,26 @@
-"""Self-contained static HTML report: no network, no script needed to read it.
+"""Self-contained static HTML report: the explorer UI in one file, no network.
 
-Every string from a trace is escaped (op names in real traces contain ``<``, ``>`` and quotes);
-the page carries a Content-Security-Policy that forbids scripts and remote loads.  The report's
-data is embedded as JSON (``<script type="application/json" id="opscope-data">``, inert) for
-tools and for the explorer, which reads the same data.
+``render(data)`` writes the explorer (:mod:`opscope.explorer.static_html`) in static mode: the
+report's data embedded as inert JSON (``<script type="application/json" id="opscope-data">``),
+the app inlined and allowed by the SHA-256 hash of its script in the Content-Security-Policy
+(never ``'unsafe-inline'``), no remote loads.  With ``trace=`` the page also embeds a bounded,
+level-of-detail timeline.  The study section (the demo's comparison table and its reading) and,
+for readers without JavaScript, the plain tables below are rendered here, every trace string
+escaped (op names in real traces contain ``<``, ``>`` and quotes); the app renders trace
+strings as text only.
 """
 
 from __future__ import annotations
 
 import html
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from opscope.report.fmt import pct, truncate, us
 
-EXTENSION = ".html"
+if TYPE_CHECKING:
+    from opscope.trace import Trace
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1b1f24}
-h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:24px 0 8px}
-.meta{color:#57606a} .note{background:#fff8c5;padding:6px 10px;border-radius:6px}
-table{border-collapse:collapse;margin:4px 0 12px}
-th,td{padding:3px 10px;border-bottom:1px solid #d0d7de}
-th{text-align:left;background:#f6f8fa} td.n{text-align:right;font-variant-numeric:tabular-nums}
-td.name{max-width:560px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;
-  font-family:ui-monospace,monospace;font-size:12px}
-.bar{display:inline-block;height:10px;background:#0969da;vertical-align:middle}
-.reading{font-size:15px;background:#ddf4ff;padding:8px 12px;border-radius:6px}
-.bad{color:#cf222e;font-weight:600} .ok{color:#1a7f37}
-"""
+EXTENSION = ".html"
 
 
 def _e(text: Any) -> str:
@@ -37,7 +28,7 @@ def _e(text: Any) -> str:
 
 
 def _bar(fraction: float) -> str:
-    return f' <span class="bar" style="width:{int(60 * fraction)}px"></span>'
+    return f" {'▇' * max(0, round(8 * fraction))}"  # text: the page's CSP forbids style attributes
 
 
 def _table(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
@@ -96,17 +87,21 @@ def study_section(study: dict[str, Any]) -> str:
     return f"<h2>RMSNorm study at {_e(shape)}</h2>{table}{reading}"
 
 
-def render(data: dict[str, Any], top: int = 50) -> str:
+def render(data: dict[str, Any], top: int = 50, *, trace: Trace | None = None) -> str:
+    """The explorer UI as one self-contained HTML file (timeline embedded when ``trace``)."""
+    from opscope.explorer.static_html import render_static
+
+    study = f'<div class="study">{study_section(data["study"])}</div>' if data.get("study") else ""
+    return render_static(data, trace, study_html=study, fallback_html=plain_tables(data, top))
+
+
+def plain_tables(data: dict[str, Any], top: int = 50) -> str:
+    """The report as plain HTML tables (shown where JavaScript is off), every string escaped."""
     dev = data["device"]
     src = data["source"]
     s = data["summary"]
     host = dev["kind"] == "cpu"
     parts = [
-        "<!doctype html><html lang=en><head><meta charset=utf-8>",
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; img-src data:\">",
-        f"<title>opscope report — {_e(', '.join(src['paths']))}</title>",
-        f"<style>{_CSS}</style></head><body>",
         "<h1>opscope report</h1>",
         f'<p class="meta">{_e(", ".join(src["paths"]))} · {src["events"]} events · device '
         f"<b>{_e(dev['kind'])}</b> ({_e(dev['name'])})</p>",
@@ -115,8 +110,6 @@ def render(data: dict[str, Any], top: int = 50) -> str:
         parts.append(f'<p class="note">{_e(dev["note"])}</p>')
     for w in src.get("warnings", []):
         parts.append(f'<p class="note">warning: {_e(w)}</p>')
-    if data.get("study"):
-        parts.append(study_section(data["study"]))
     parts.append("<h2>Summary</h2>")
     parts.append(
         _table(
@@ -188,8 +181,4 @@ def render(data: dict[str, Any], top: int = 50) -> str:
         ]
         parts.append("<h2>Device kernels</h2>")
         parts.append(_table(["kernel", "calls", "total", "mean", "op"], krows, {1, 2, 3}))
-    payload = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-    payload = payload.replace("</", "<\\/")  # cannot close the script element early
-    parts.append(f'<script type="application/json" id="opscope-data">{payload}</script>')
-    parts.append("</body></html>\n")
     return "".join(parts)

@@ -1,0 +1,133 @@
+"""Dependency chains: framework op -> runtime launch -> device execution, and back.
+
+Given any event, :func:`dependency_chain` follows the links the trace engine recorded
+(``op_id``: the innermost framework op that issued a runtime call or device execution;
+``launch_id``: the runtime call that launched a device execution; ``parent_id``: call nesting)
+and returns each path as a list of **hops**, with each hop's start and duration and the delay
+from the hop before it:
+
+* ``offset_ns``: this hop's start minus the previous hop's start (a launch inside an op starts
+  ``offset_ns`` after the op; a kernel starts ``offset_ns`` after its launch call began);
+* ``gap_ns``: this hop's start minus the previous hop's end (negative while still inside it:
+  a launch nested in its op; positive for the queueing delay between a launch call's return and
+  the kernel's start on the device).
+
+From a framework op the chain covers every runtime call made while the op ran on its thread
+(its own and its children's launches, each path starting at the innermost op that issued it);
+from a runtime call, its op and the device work it launched; from a device execution, its
+launch and the op that issued it ("and back").  ``stack`` is the framework call stack above the
+chain's op, outermost first.  Times are relative to the index origin (``t``), as in
+:mod:`opscope.trace.viewport`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opscope.trace.viewport import EventIndex
+
+MAX_PATHS = 200
+
+ROLE = {0: "framework op", 1: "runtime launch", 2: "device execution"}
+
+
+def _hop(index: EventIndex, row: int, prev: dict[str, Any] | None) -> dict[str, Any]:
+    rec = index.record(row)
+    rec["role"] = ROLE.get(int(index.group[row]), "event")
+    if prev is None:
+        rec["offset_ns"] = None
+        rec["gap_ns"] = None
+    else:
+        rec["offset_ns"] = rec["t"] - prev["t"]
+        rec["gap_ns"] = rec["t"] - (prev["t"] + prev["dur_ns"])
+    return rec
+
+
+def _path(index: EventIndex, rows: list[int]) -> list[dict[str, Any]]:
+    hops: list[dict[str, Any]] = []
+    for r in rows:
+        hops.append(_hop(index, r, hops[-1] if hops else None))
+    return hops
+
+
+def _launched(index: EventIndex, runtime_row: int) -> list[int]:
+    """Device executions launched by this runtime call, in start order."""
+    return [int(r) for r in index.launched_rows(runtime_row)]
+
+
+def _stack(index: EventIndex, row: int) -> list[int]:
+    out: list[int] = []
+    p = int(index.parent_row[row])
+    while p >= 0 and len(out) < 256:
+        if index.group[p] == 0:
+            out.append(p)
+        p = int(index.parent_row[p])
+    return out[::-1]
+
+
+def _runtime_lane(index: EventIndex, op_row: int) -> int | None:
+    """The runtime lane of the op's thread (same rank, process and thread)."""
+    lane = index.lanes[int(index.lane_of[op_row])]
+    for other in index.lanes:
+        if (other.group, other.rank, other.pid, other.lane) == (
+            "runtime",
+            lane.rank,
+            lane.pid,
+            lane.lane,
+        ):
+            return other.id
+    return None
+
+
+def dependency_chain(
+    index: EventIndex, event_id: int, max_paths: int = MAX_PATHS
+) -> dict[str, Any]:
+    """The chain through ``event_id`` (see the module docstring); ``KeyError`` if unknown."""
+    row = index.row_of(event_id)
+    if row < 0:
+        raise KeyError(event_id)
+    group = int(index.group[row])
+    paths: list[list[int]] = []
+    truncated = 0
+    note: str | None = None
+    op_row = row
+    if group == 2:  # device execution: back to its launch and the op that issued it
+        launch = int(index.launch_row[row])
+        op = int(index.op_row[launch]) if launch >= 0 else int(index.op_row[row])
+        path = [r for r in (op, launch) if r >= 0] + [row]
+        paths.append(path)
+        op_row = op if op >= 0 else row
+        if launch < 0:
+            note = "no launch recorded for this device execution (no correlation in the trace)"
+    elif group == 1:  # runtime call: its op and what it launched
+        op = int(index.op_row[row])
+        paths.append(([op] if op >= 0 else []) + [row] + _launched(index, row))
+        op_row = op if op >= 0 else row
+    else:  # framework event: every launch made while it ran on its thread
+        rt_lane = _runtime_lane(index, row)
+        if rt_lane is not None:
+            rts = index.rows_starting_in(rt_lane, int(index.rel[row]), int(index.end[row]))
+            truncated = max(0, len(rts) - max_paths)
+            for rt in rts[:max_paths].tolist():
+                issuer = int(index.op_row[rt])
+                head = [issuer] if issuer >= 0 else [row]
+                paths.append([*head, rt, *_launched(index, rt)])
+        if not paths:
+            paths.append([row])
+            note = (
+                "no runtime calls while this event ran: its own execution is the work (on a "
+                "CPU-only trace the CPU is the device)"
+            )
+    # paths that reach the device first (a stable sort keeps time order within each kind)
+    paths.sort(key=lambda p: not any(index.group[r] == 2 for r in p))
+    device_rows = sorted({r for p in paths for r in p if index.group[r] == 2})
+    device_ns = int(index.dur[device_rows].sum()) if device_rows else 0
+    return {
+        "event": index.record(row),
+        "stack": [index.record(r) for r in _stack(index, op_row)],
+        "paths": [_path(index, p) for p in paths],
+        "truncated": truncated,
+        "device_executions": len(device_rows),
+        "device_ns": device_ns,
+        "note": note,
+    }

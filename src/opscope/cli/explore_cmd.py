@@ -1,0 +1,61 @@
+"""opscope explore: browse a trace in a local web app (timeline, chains, findings, compare)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "browse a trace in a local web app: timeline, dependency chains, findings"
+DESCRIPTION = """\
+Serve the explorer for a trace (file, run folder or folder of per-rank traces) on this machine
+and open it in the browser: Summary, Ops, Timeline (zoom/pan with the wheel, drag and W/A/S/D),
+Dependency chain (framework op -> runtime launch -> device execution), Findings, and Compare
+when a second path is given.  Stop it with Ctrl+C.
+
+The server binds 127.0.0.1 and serves only the app and its JSON API.  --host 0.0.0.0 makes the
+trace readable by anyone who can reach this machine (a warning is printed).
+
+examples:
+  opscope explore opscope-runs/20261129-101500-naive
+  opscope explore before.json.gz after.json.gz --port 8765 --no-open
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="trace file, run folder, or folder of per-rank traces")
+    p.add_argument("path_b", nargs="?", help="a second trace to compare with (Compare view)")
+    p.add_argument("--port", type=int, default=0, help="port (default: 0, a free port)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    p.add_argument("--no-open", action="store_true", help="do not open a browser")
+
+
+def run(args: argparse.Namespace) -> int:
+    import webbrowser
+
+    from opscope.errors import OpscopeError
+    from opscope.explorer.data import Session
+    from opscope.explorer.server import ExplorerServer
+
+    if not 0 <= args.port <= 65535:
+        raise OpscopeError(f"--port {args.port}: expected 0..65535")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"opscope explore: warning: binding {args.host}: anyone who can reach this "
+            "machine can read the trace",
+            file=sys.stderr,
+        )
+    session = Session.open(args.path, args.path_b)
+    try:
+        server = ExplorerServer(session, args.host, args.port)
+    except OSError as exc:
+        raise OpscopeError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    print(f"opscope explorer: {server.url}  (Ctrl+C to stop)", flush=True)
+    if not args.no_open:
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

@@ -1,0 +1,116 @@
+"""What the explorer shows, as JSON-ready data: a thin adapter over the core.
+
+A :class:`Session` holds one trace (or two, for Compare) with its report and its
+:class:`~opscope.trace.viewport.EventIndex`; each method is one API answer.  No analysis here:
+the report comes from :func:`opscope.analysis.report.analyze`, viewports and events from the
+index, chains from :mod:`opscope.analysis.chain`, the diff from :mod:`opscope.analysis.diff`.
+The only conversion is of absolute nanosecond times into times relative to the index origin
+(``t``), which JavaScript numbers represent exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opscope.analysis.chain import dependency_chain
+from opscope.analysis.report import Report, analyze
+from opscope.trace import Trace
+from opscope.trace.viewport import EventIndex
+
+EXPLORER_SCHEMA = "opscope.explorer/1"
+
+
+def with_relative_times(report: dict[str, Any], origin_ns: int) -> dict[str, Any]:
+    """A copy of the report whose finding evidence also carries ``t0``/``t1`` relative times."""
+    out = copy.copy(report)
+    findings = []
+    for finding in report.get("findings") or []:
+        f = dict(finding)
+        ev = []
+        for item in f.get("evidence") or []:
+            e = dict(item) if isinstance(item, dict) else {"event_ids": item}
+            if isinstance(e.get("start_ns"), int):
+                e["t0"] = e["start_ns"] - origin_ns
+            if isinstance(e.get("end_ns"), int):
+                e["t1"] = e["end_ns"] - origin_ns
+            ev.append(e)
+        f["evidence"] = ev
+        findings.append(f)
+    out["findings"] = findings
+    out["explorer"] = {"schema": EXPLORER_SCHEMA, "origin_ns": str(origin_ns)}
+    return out
+
+
+@dataclass
+class Side:
+    """One analysed trace."""
+
+    report: Report
+    data: dict[str, Any]
+    index: EventIndex
+
+    @classmethod
+    def from_trace(cls, trace: Trace, report: Report | None = None) -> Side:
+        rep = report if report is not None else analyze(trace)
+        index = EventIndex(trace)
+        return cls(
+            report=rep, data=with_relative_times(rep.to_dict(), index.origin_ns), index=index
+        )
+
+
+class Session:
+    """The explorer's data for one path (and optionally a second one to compare with)."""
+
+    def __init__(self, a: Side, b: Side | None = None) -> None:
+        self.a = a
+        self.b = b
+        self._diff: dict[str, Any] | None = None
+
+    @classmethod
+    def open(cls, path_a: str | Path, path_b: str | Path | None = None) -> Session:
+        from opscope.trace import load
+
+        a = Side.from_trace(load(Path(path_a)))
+        b = Side.from_trace(load(Path(path_b))) if path_b is not None else None
+        return cls(a, b)
+
+    def side(self, name: str) -> Side:
+        if name == "b":
+            if self.b is None:
+                raise KeyError("no second trace")
+            return self.b
+        return self.a
+
+    def report(self, side: str = "a") -> dict[str, Any]:
+        data = dict(self.side(side).data)
+        data["explorer"] = {**data["explorer"], "compare": self.b is not None, "mode": "server"}
+        return data
+
+    def lanes(self, side: str = "a") -> dict[str, Any]:
+        return self.side(side).index.lanes_dict()
+
+    def window(
+        self, lanes: list[int] | None, t0: int, t1: int, px: int, side: str = "a"
+    ) -> dict[str, Any]:
+        return self.side(side).index.window(lanes, t0, t1, px)
+
+    def event(self, event_id: int, side: str = "a") -> dict[str, Any] | None:
+        return self.side(side).index.event(event_id)
+
+    def chain(self, event_id: int, side: str = "a") -> dict[str, Any]:
+        return dependency_chain(self.side(side).index, event_id)
+
+    def occurrences(self, name: str, side: str = "a") -> dict[str, Any]:
+        return self.side(side).index.occurrences(name)
+
+    def diff(self) -> dict[str, Any] | None:
+        if self.b is None:
+            return None
+        if self._diff is None:
+            from opscope.analysis.diff import diff_reports
+
+            self._diff = diff_reports(self.a.report, self.b.report)
+        return self._diff

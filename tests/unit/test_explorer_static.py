@@ -1,0 +1,81 @@
+"""The static explorer page: hash-based CSP that matches the inline script, inert embedded data,
+a bounded level-of-detail timeline, and the report renderer's contract."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from typing import Any
+
+import pytest
+from test_explorer_api import EVIL, gpu_doc  # same folder (rootdir on sys.path)
+
+from opscope.analysis.report import analyze
+from opscope.explorer import static_html
+from opscope.report import html
+from opscope.trace import load_document
+
+
+def _blocks(page: str) -> dict[str, Any]:
+    out = {}
+    for m in re.finditer(
+        r'<script type="application/json" id="([\w-]+)">(.*?)</script>', page, re.S
+    ):
+        assert "<" not in m.group(2)
+        out[m.group(1)] = json.loads(m.group(2))
+    return out
+
+
+def _sha(text: str) -> str:
+    return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def test_csp_hashes_match_inline_script_and_style() -> None:
+    tr = load_document(gpu_doc(), "evil.json")
+    page = html.render(analyze(tr).to_dict(), trace=tr)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert "unsafe-inline" not in csp and "default-src 'none'" in csp
+    scripts = re.findall(r'<script type="module">(.*?)</script>', page, re.S)
+    styles = re.findall(r"<style>(.*?)</style>", page, re.S)
+    assert len(scripts) == 1 and len(styles) == 1
+    assert f"script-src 'sha256-{_sha(scripts[0])}'" in csp
+    assert f"style-src 'sha256-{_sha(styles[0])}'" in csp
+    assert "<script src" not in page and "http://" not in page and "https://" not in page
+    assert EVIL not in page
+    data = _blocks(page)
+    assert data["opscope-data"]["schema"] == "opscope.report/1"
+    ex = data["opscope-explorer"]
+    assert [ln["group"] for ln in ex["lanes"]["lanes"]] == ["framework", "runtime", "hardware"]
+    assert ex["occurrences"] and ex["chains"]
+    names = {n for n in ex["window"]["names"]}
+    assert EVIL in names  # embedded as data, escaped
+
+
+def test_static_timeline_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    tr = load_document(gpu_doc(steps=60, ops=40), "big.json")
+    monkeypatch.setattr(static_html, "STATIC_MAX_EVENTS", 500)
+    monkeypatch.setattr(static_html, "STATIC_PX", 400)
+    page = static_html.render_static(analyze(tr).to_dict(), tr)
+    w = _blocks(page)["opscope-explorer"]["window"]
+    shown = sum(len(ln["ev"]["id"]) for ln in w["lanes"])
+    cells = sum(sum(ln["agg"]["n"]) for ln in w["lanes"])
+    assert shown <= 500 and w["aggregated"] == cells > 0
+    assert shown + cells == len(tr)
+
+
+def test_render_without_trace_keeps_study_and_fallback() -> None:
+    tr = load_document(gpu_doc(), "evil.json")
+    data = analyze(tr).to_dict()
+    data["study"] = {
+        "shape": [4, 8],
+        "dtype": "float32",
+        "variants": [{"name": "naive", "device_ops": 3, "numerics_ok": True}],
+        "reading": ["builtin is 2.0× faster than naive"],
+    }
+    page = html.render(data)
+    assert "RMSNorm study at 4×8 float32" in page
+    assert "builtin is 2.0× faster than naive" in page
+    assert "<noscript>" in page and "&lt;img src=x" in page
+    assert _blocks(page)["opscope-explorer"]["lanes"] is None
