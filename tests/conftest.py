@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Every test (and every subprocess a test starts) uses a fresh cache: the ingest cache and the
+# CPU peaks measured for the roofline never leak in from, or out to, the user's cache.
+os.environ.setdefault("OPSCOPE_CACHE_DIR", tempfile.mkdtemp(prefix="opscope-test-cache-"))
 SHARED = REPO.parent / "shared"
 SHARED_TRACES = SHARED / "traces"
 

@@ -16,6 +16,8 @@ import pyarrow.compute as pc
 
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.optable import OpTable, op_table, select_window
+from opscope.analysis.roofline import Roofline, annotate
+from opscope.analysis.roofline import roofline as roofline_of_report
 from opscope.analysis.steps import StepStats, step_stats
 from opscope.analysis.timeline import TimelineSummary, timeline_summary
 from opscope.trace import Trace, load
@@ -57,6 +59,7 @@ class Report:
     findings: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     run_info: dict[str, Any] | None = None  # run.json when the trace came from a run folder
+    roofline: Roofline | None = None
 
     def to_dict(self) -> dict[str, Any]:
         meta = self.trace.meta
@@ -71,7 +74,7 @@ class Report:
                 "CPU-only trace: the device is the CPU; device columns hold the work of the "
                 "computing leaf ops"
             )
-        return {
+        out = {
             "schema": REPORT_SCHEMA,
             "source": {
                 "paths": meta.paths,
@@ -100,6 +103,10 @@ class Report:
             "findings": self.findings,
             **self.extra,
         }
+        if self.roofline is not None:
+            annotate(out, self.roofline)
+            out["roofline"] = self.roofline.to_dict()
+        return out
 
     def _in_window(self, step: int) -> bool:
         if self.window_steps is None:
@@ -166,8 +173,15 @@ def analyze(
     steps: tuple[int, int] | None = None,
     *,
     findings: bool = True,
+    roofline: bool = True,
+    peaks: str | Path | dict[str, Any] | None = None,
 ) -> Report:
-    """Analyse a trace (or a path to one) over the whole trace or the given steps."""
+    """Analyse a trace (or a path to one) over the whole trace or the given steps.
+
+    ``roofline``: add FLOPs, bytes and the compute/memory/overhead bound per op (the first
+    report on a CPU trace measures the CPU's peaks once, about a second, then caches them);
+    ``peaks``: a JSON file or dict overriding device peaks.
+    """
     trace = source if isinstance(source, Trace) else load(source)
     events = select_window(trace.events, steps) if steps is not None else None
     report = Report(
@@ -179,6 +193,8 @@ def analyze(
         window_steps=steps,
     )
     report.run_info = _run_info(source)
+    if roofline:
+        report.roofline = roofline_of_report(report, overrides=peaks)
     if findings:
         ctx = Context(
             trace=trace,

@@ -53,38 +53,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _write_reports(report: Report, run_dir: Path, variant: VariantOutcome) -> None:
-    from opscope.capture.runfolder import write_json
-    from opscope.report import html
+class _ReportWriter:
+    """Writes each variant's report.json/report.html as soon as it is analysed (so a later
+    failure loses nothing), then rewrites them once the whole study is known, adding the
+    comparison table and its reading."""
 
-    data = report.to_dict()
-    data["study"] = {"variant": variant.name}
-    write_json(run_dir / "report.json", data)
-    (run_dir / "report.html").write_text(html.render(data), encoding="utf-8")
+    def __init__(self) -> None:
+        self.reports: dict[str, Report] = {}
 
+    def __call__(self, report: Report, run_dir: Path, variant: VariantOutcome) -> None:
+        self.reports[str(run_dir)] = report
+        self._write(report, run_dir, {"variant": variant.name})
 
-def _finish_reports(result: StudyResult) -> None:
-    """Once a shape is done, add the whole comparison to each of its variants' reports."""
-    import orjson
+    @staticmethod
+    def _write(report: Report, run_dir: Path, study: dict[str, Any]) -> None:
+        from opscope.capture.runfolder import write_json
+        from opscope.report import html
 
-    from opscope.capture.runfolder import write_json
-    from opscope.report import html
-    from opscope.study.rmsnorm import reading
+        data = report.to_dict()
+        data["study"] = study
+        write_json(run_dir / "report.json", data)
+        (run_dir / "report.html").write_text(
+            html.render(data, trace=report.trace), encoding="utf-8"
+        )
 
-    lines = reading(result)
-    for i, shape in enumerate(result.shapes):
-        study = shape.to_dict()
-        study["reading"] = [lines[i]] if i < len(lines) else []
-        for v in shape.variants:
-            if not v.run_dir:
-                continue
-            path = Path(v.run_dir) / "report.json"
-            if not path.exists():
-                continue
-            data: dict[str, Any] = orjson.loads(path.read_bytes())
-            data["study"] = {**study, "variant": v.name}
-            write_json(path, data)
-            (Path(v.run_dir) / "report.html").write_text(html.render(data), encoding="utf-8")
+    def finish(self, result: StudyResult) -> None:
+        from opscope.study.rmsnorm import reading
+
+        lines = reading(result)
+        for i, shape in enumerate(result.shapes):
+            study = shape.to_dict()
+            study["reading"] = [lines[i]] if i < len(lines) else []
+            for v in shape.variants:
+                report = self.reports.get(v.run_dir or "")
+                if report is not None and v.run_dir:
+                    self._write(report, Path(v.run_dir), {**study, "variant": v.name})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         raise OpscopeError(
             f"--variants must include naive and only {', '.join(VARIANTS)} (got {args.variants})"
         )
+    writer = _ReportWriter()
     err = Console(stderr=True)
     with err.status("starting", spinner="dots") as status:
 
@@ -115,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
             variants=variants,
             progress=progress,
             min_run_s=args.min_time,
-            on_report=_write_reports,
+            on_report=writer,
         )
-    _finish_reports(result)
+    writer.finish(result)
     if args.format == "json":
         import orjson
 

@@ -13,11 +13,15 @@ key-averages op table (calls, CPU self/total, device self/total, share), the dev
 the timeline summary (busy/idle) and the findings, ranked by time at stake.
 
 By default the whole trace is the window; --steps 2:4 selects profiler steps 2 to 4 inclusive.
+Each op also gets FLOPs, bytes and a roofline bound (compute, memory or overhead) against the
+device's peaks; --roofline prints that table; --peaks FILE overrides the peaks.
+The HTML format is the explorer's UI in one self-contained file (opscope explore serves it live).
 
 examples:
   opscope report opscope-runs/20261129-101500-naive
   opscope report trace.json.gz --format html -o report.html
   opscope report trace.json.gz --format json --steps 3:3 | jq '.ops[:5]'
+  opscope report trace.json.gz --roofline
 """
 
 FORMATS = ("text", "json", "md", "html")
@@ -31,6 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--steps", help="profiler steps to analyse, e.g. 3 or 2:4 (default: all)")
     p.add_argument("--top", type=int, default=20, help="rows per table (default: %(default)s)")
+    p.add_argument("--roofline", action="store_true", help="print the roofline table (text format)")
+    p.add_argument("--peaks", metavar="FILE", help="JSON file overriding device peaks")
+    p.add_argument(
+        "--no-cache", action="store_true", help="re-read the trace, bypassing the ingest cache"
+    )
 
 
 def parse_steps(text: str | None) -> tuple[int, int] | None:
@@ -51,17 +60,14 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
 
 def run(args: argparse.Namespace) -> int:
     from opscope.analysis.report import analyze
+    from opscope.errors import OpscopeError
+    from opscope.trace import load
 
     steps = parse_steps(args.steps)
-    data = analyze(Path(args.path), steps=steps).to_dict()
-    if args.format == "json":
-        from opscope.report import json_render as renderer
-    elif args.format == "md":
-        from opscope.report import markdown as renderer  # type: ignore[no-redef]
-    elif args.format == "html":
-        from opscope.report import html as renderer  # type: ignore[no-redef]
-    else:
-        from opscope.report import text as renderer  # type: ignore[no-redef]
+    if args.peaks and not Path(args.peaks).is_file():
+        raise OpscopeError(f"--peaks {args.peaks}: no such file")
+    report = analyze(load(Path(args.path), cache=not args.no_cache), steps=steps, peaks=args.peaks)
+    data = report.to_dict()
     if args.format == "text" and args.output is None:
         from rich.console import Console
 
@@ -71,10 +77,33 @@ def run(args: argparse.Namespace) -> int:
         if not console.is_terminal:
             console = Console(width=100)
         render_to(console, data, args.top)
+        if args.roofline and data.get("roofline"):
+            from opscope.report.roofline import render_text
+
+            console.print(
+                render_text(data["roofline"], top=args.top, width=max(console.width, 120))
+            )
         return 0
-    text = (
-        renderer.render(data) if args.format in ("json",) else renderer.render(data, top=args.top)
-    )
+    if args.format == "json":
+        from opscope.report import json_render
+
+        text = json_render.render(data)
+    elif args.format == "md":
+        from opscope.report import markdown
+
+        text = markdown.render(data, top=args.top)
+    elif args.format == "html":
+        from opscope.report import html
+
+        text = html.render(data, top=args.top, trace=report.trace)
+    else:
+        from opscope.report import text as text_renderer
+
+        text = text_renderer.render(data, top=args.top)
+        if args.roofline and data.get("roofline"):
+            from opscope.report.roofline import render_text
+
+            text += render_text(data["roofline"], top=args.top)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
