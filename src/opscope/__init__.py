@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "analyze", "compare", "load", "profile", "watch_compile"]
+__all__ = ["__version__", "analyze", "compare", "load", "profile", "step", "watch_compile"]
 
 if TYPE_CHECKING:
     from opscope.analysis.report import analyze
     from opscope.capture.compile_metrics import watch_compile
+    from opscope.capture.active import step
     from opscope.capture.session import profile
     from opscope.experiment import compare
     from opscope.trace import load
@@ -30,6 +31,7 @@ _LAZY = {
     "load": ("opscope.trace", "load"),
     "analyze": ("opscope.analysis.report", "analyze"),
     "compare": ("opscope.experiment", "compare"),
+    "step": ("opscope.capture.active", "step"),
     "watch_compile": ("opscope.capture.compile_metrics", "watch_compile"),
 }
 

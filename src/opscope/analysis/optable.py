@@ -229,11 +229,20 @@ def merge_duplicate_nodes(ops: pa.Table) -> pa.Table:
 
 
 def is_host_work(
-    names: pa.ChunkedArray | pa.Array, is_leaf: pa.ChunkedArray | pa.Array
+    names: pa.ChunkedArray | pa.Array,
+    is_leaf: pa.ChunkedArray | pa.Array,
+    kinds: pa.ChunkedArray | pa.Array | None = None,
 ) -> np.ndarray:
-    """Which ops of a CPU-only trace did the work: computing leaves, not bookkeeping."""
+    """Which ops of a CPU-only trace did the work: computing leaf *ops*, not bookkeeping.
+
+    A leaf ``record_function`` annotation (``Optimizer.zero_grad#SGD.zero_grad`` with
+    ``set_to_none``) ran no op at all: it is Python, not work.  Inductor's generated kernels
+    are recorded as ops (``graph_0_cpp_fused_...``) and count.
+    """
     skip = sorted(BOOKKEEPING_NAMES | NO_COMPUTE_OPS)
     mask = pc.and_(is_leaf, pc.invert(pc.is_in(names.cast(pa.string()), pa.array(skip))))
+    if kinds is not None:
+        mask = pc.and_(mask, pc.equal(kinds.cast(pa.string()), "op"))
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -242,7 +251,7 @@ def host_execution(ops: pa.Table) -> pa.Table:
     n = ops.num_rows
     if n == 0:
         return ops
-    work = is_host_work(ops.column("name"), ops.column("is_leaf"))
+    work = is_host_work(ops.column("name"), ops.column("is_leaf"), ops.column("kind"))
     self_ns = np.asarray(ops.column("self_ns").to_numpy(zero_copy_only=False), dtype=np.int64)
     dev_self = np.where(work, self_ns, 0)
     dev_count = work.astype(np.int64)

@@ -65,7 +65,7 @@ def step_stats(trace: Trace) -> list[StepStats]:
     dev_ns: dict[int, int] = {}
     dev_n: dict[int, int] = {}
     if trace.device.kind == "cpu":
-        work = is_host_work(ops.column("name"), ops.column("is_leaf"))
+        work = is_host_work(ops.column("name"), ops.column("is_leaf"), ops.column("kind"))
         idx = np.nonzero(work)[0]
         sel = ops.take(pa.array(idx, pa.int64()))
         for s, d in zip(

@@ -13,6 +13,14 @@ Layout (see docs/capture.md)::
       trace.json.gz           Kineto trace of the first active window
       trace.cycle<N>.json.gz  later windows when the schedule repeats (N = 2, 3, …)
       neuron/                 Neuron runtime/device outputs when captured
+
+A run with several ranks (one process each) shares one folder, which every rank opens with
+:func:`open_run_dir`; each rank writes its own files, so no two processes write one file::
+
+      run.json                what ran, written by rank 0 (with the world size)
+      ranks/rank<N>.json      each rank's own run document (same schema)
+      traces/rank<N>.json.gz  rank N's trace of the first active window
+      traces/cycle<K>/rank<N>.json.gz   later windows (the trace reader reads ``traces/*`` only)
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ RUN_SCHEMA = "opscope.run/1"
 RUN_JSON = "run.json"
 TRACE_NAME = "trace.json.gz"
 NEURON_DIR = "neuron"
+TRACES_DIR = "traces"
+RANKS_DIR = "ranks"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -38,6 +48,23 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def trace_name(cycle: int) -> str:
     """File name of the trace of active window ``cycle`` (1-based)."""
     return TRACE_NAME if cycle <= 1 else f"trace.cycle{cycle}.json.gz"
+
+
+def rank_trace_name(rank: int, cycle: int) -> str:
+    """Path, relative to the run folder, of rank ``rank``'s trace of window ``cycle`` (1-based).
+
+    Later windows go one folder down, so that ``traces/`` holds exactly one file per rank (the
+    trace reader loads every ``traces/*.json.gz`` as a rank of one window).
+    """
+    if rank < 0:
+        raise ValueError(f"rank must be >= 0, got {rank}")
+    base = f"rank{rank}.json.gz"
+    return f"{TRACES_DIR}/{base}" if cycle <= 1 else f"{TRACES_DIR}/cycle{cycle}/{base}"
+
+
+def rank_run_json(rank: int) -> str:
+    """Path, relative to the run folder, of rank ``rank``'s own run document."""
+    return f"{RANKS_DIR}/rank{rank}.json"
 
 
 def safe_label(label: str | None) -> str:
@@ -59,6 +86,17 @@ def new_run_dir(out: str | os.PathLike[str], label: str | None = None) -> Path:
             continue
         return candidate
     raise OpscopeError(f"{root}: could not create a new run folder named {stem}-<n>")
+
+
+def open_run_dir(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` if needed and return it: a run folder that several ranks share.
+
+    Unlike :func:`new_run_dir` this does not insist on a fresh folder: the ranks of one run
+    agree on its name beforehand (see :mod:`opscope.capture.distributed`) and all open it.
+    """
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> Path:

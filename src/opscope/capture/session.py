@@ -25,11 +25,18 @@ What it does beyond ``torch.profiler.profile`` (docs/capture.md explains each):
 - on a Neuron device, passes the ``NeuronConfig`` and chains ``NeuronProfiler.export_trace``
   (:mod:`.neuron`).
 
+For ``opscope profile`` (:mod:`.runner`) a session can also share a run folder with the other
+ranks of a distributed run (``run_dir=`` and ``rank=``: traces go to ``traces/rank<N>.json.gz``,
+the run document to ``ranks/rank<N>.json`` and, on rank 0, ``run.json``), record an open-ended
+window that its caller ends (``until_stop=True`` and :meth:`ProfileSession.stop`), and carry
+extra top-level ``run.json`` sections (:meth:`ProfileSession.annotate`).
+
 This module imports torch; the rest of :mod:`opscope.capture` does not need to.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import socket
@@ -56,6 +63,9 @@ from opscope.capture.runfolder import (
     RUN_JSON,
     RUN_SCHEMA,
     new_run_dir,
+    open_run_dir,
+    rank_run_json,
+    rank_trace_name,
     trace_name,
     write_json,
 )
@@ -67,6 +77,12 @@ SYNC_ANNOTATION = "opscope::synchronize"
 
 #: Top-level trace metadata key naming the device kind (read by :mod:`opscope.trace.device`).
 DEVICE_KIND_METADATA = "device_kind"
+
+# An open-ended window (until_stop=True) is a schedule whose active part never ends on its own.
+_OPEN_ACTIVE = 2**31 - 1
+
+# Where ranks export before renaming into traces/: not in traces/, which the reader lists.
+_PARTIAL_DIR = ".partial"
 
 
 class ProfileSession:
@@ -86,7 +102,12 @@ class ProfileSession:
         sync: bool = True,
         neuron_config: Mapping[str, Any] | None = None,
         run_info: Mapping[str, Any] | None = None,
+        run_dir: str | os.PathLike[str] | None = None,
+        rank: int | None = None,
+        until_stop: bool = False,
     ) -> None:
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
+            raise ValueError(f"rank must be an integer >= 0, got {rank!r}")
         if run_info is not None and not isinstance(run_info, Mapping):
             raise TypeError(f"run_info must be a mapping, got {type(run_info).__name__}")
         if neuron_config is not None and not isinstance(neuron_config, Mapping):
@@ -104,6 +125,23 @@ class ProfileSession:
         self._sync_enabled = bool(sync)
         self._neuron_options = dict(neuron_config) if neuron_config is not None else None
         self._run_info = dict(run_info or {})
+        self._shared_dir = Path(run_dir) if run_dir is not None else None
+        self._rank = rank
+        self._until_stop = bool(until_stop)
+        # The schedule torch runs: the given one, or for an open-ended window the same start
+        # with an active part that only stop() or the end of the block ends.
+        self._window = (
+            Schedule(
+                wait=schedule.wait,
+                warmup=schedule.warmup,
+                active=_OPEN_ACTIVE,
+                repeat=1,
+                skip_first=schedule.skip_first,
+            )
+            if self._until_stop
+            else schedule
+        )
+        self._extra: dict[str, Any] = {}
 
         self._run_dir: Path | None = None
         self._prof: Any = None
@@ -150,8 +188,14 @@ class ProfileSession:
         return self._run_dir
 
     @property
+    def rank(self) -> int | None:
+        """The rank this session records in a shared run folder, or None."""
+        return self._rank
+
+    @property
     def trace_path(self) -> Path | None:
-        """``run_dir/trace.json.gz`` once the first active window was exported, else None."""
+        """The first window's trace once exported, else None: ``run_dir/trace.json.gz``, or
+        ``run_dir/traces/rank<N>.json.gz`` for a session with a ``rank``."""
         return self.run_dir / self._traces[0] if self._traces else None
 
     @property
@@ -174,7 +218,11 @@ class ProfileSession:
     def __enter__(self) -> ProfileSession:
         if self._state != "new":
             raise RuntimeError("a ProfileSession can be used for one `with` block only")
-        self._run_dir = new_run_dir(self._out, self._label)
+        self._run_dir = (
+            open_run_dir(self._shared_dir)
+            if self._shared_dir is not None
+            else new_run_dir(self._out, self._label)
+        )
         self._created = datetime.now().astimezone().isoformat(timespec="seconds")
         self._t0 = time.perf_counter()
         self._state = "running"
@@ -194,16 +242,36 @@ class ProfileSession:
         """End the current step: synchronize the device, then advance the profiler."""
         if self._state != "running":
             raise RuntimeError("step() called outside the profile session's `with` block")
-        index = self._steps_run
-        if self._sync_enabled:
-            self._synchronize()
-        frames = frames_compiled_so_far()
-        if frames > self._frames_mark and self._schedule.is_active(index):
-            self._compiled_in_window.append(index)
-        self._frames_mark = frames
+        self._end_step()
         self._prof.step()
         self._steps_run += 1
         self._tag_trace()
+
+    def stop(self) -> None:
+        """End the session at a step boundary: the step in progress counts as completed (as
+        with :meth:`step`), then the profiler stops and exports what it recorded, and
+        ``run.json`` is written, exactly as when the ``with`` block ends normally (and with the
+        same checks: ScheduleError when no step was recorded).  Leaving the ``with`` block
+        afterwards does nothing more.
+
+        Unlike ``step()`` followed by the end of the block, no new profiler step is opened, so
+        the trace does not end with an empty ``ProfilerStep``.
+        """
+        if self._state != "running":
+            raise RuntimeError("stop() called outside the profile session's `with` block")
+        self._end_step()
+        self._steps_run += 1
+        self.__exit__(None, None, None)
+
+    def annotate(self, key: str, value: Any) -> None:
+        """Add a top-level section ``key`` to ``run.json`` (e.g. how ``opscope profile`` chose
+        the window, the distributed world).  The sections the session writes itself cannot be
+        replaced; raises ValueError for those."""
+        if key in self._base_keys():
+            raise ValueError(f"run.json key {key!r} is written by the session itself")
+        self._extra[key] = value
+        if self._state == "finished":  # run.json is already on disk: bring it up to date
+            self._write_run_json()
 
     def __exit__(
         self,
@@ -236,11 +304,11 @@ class ProfileSession:
             self._finish("error", f"{type(stop_error).__name__}: {stop_error}")
             raise stop_error
         try:
-            self._schedule.validate(self._steps_run)
+            self._validate()
         except ScheduleError as sched_exc:
             self._finish("schedule_error", str(sched_exc))
             raise
-        note = self._schedule.check(self._steps_run)
+        note = None if self._until_stop else self._schedule.check(self._steps_run)
         if note:
             self._warnings.append(note)
             warnings.warn(f"opscope.profile: {note}", RuntimeWarning, stacklevel=2)
@@ -260,10 +328,19 @@ class ProfileSession:
         entry = record.to_dict() if isinstance(record, CompileRecord) else dict(record)
         self._compile.append(entry)
         if self._state == "finished":  # run.json is already on disk: bring it up to date
-            write_json(self.run_dir / RUN_JSON, self.run_json())
+            self._write_run_json()
 
     def run_json(self) -> dict[str, Any]:
         """The ``run.json`` document as it stands."""
+        doc = self._base_document()
+        for key, value in self._extra.items():
+            doc.setdefault(key, value)
+        return doc
+
+    def _base_keys(self) -> set[str]:
+        return set(self._base_document()) | {"rank"}
+
+    def _base_document(self) -> dict[str, Any]:
         return {
             "schema": RUN_SCHEMA,
             "label": self._label,
@@ -285,12 +362,19 @@ class ProfileSession:
                 "hip": getattr(torch.version, "hip", None),
             },
             "device": self._device.to_dict(),
-            "schedule": self._schedule.to_dict(),
+            # until_stop and rank appear only when used: run.json of plain sessions is unchanged
+            "schedule": {**self._schedule.to_dict(), "until_stop": True}
+            if self._until_stop
+            else self._schedule.to_dict(),
             "steps": {
-                "needed": self._schedule.steps_needed,
+                "needed": self._steps_needed(),
                 "run": self._steps_run,
-                "first_window": self._schedule.first_window_steps,
-                "active": self._schedule.active_steps(),
+                "first_window": self._steps_needed()
+                if self._until_stop
+                else self._schedule.first_window_steps,
+                "active": list(range(self._schedule.first_active_step, self._steps_run))
+                if self._until_stop
+                else self._schedule.active_steps(),
             },
             "profiler": {
                 **self._options,
@@ -307,6 +391,7 @@ class ProfileSession:
             "neuron": self._neuron.info if self._neuron is not None else None,
             "warnings": list(self._warnings),
             "run_info": self._run_info,
+            **({"rank": self._rank} if self._rank is not None else {}),
         }
 
     # -- internals --------------------------------------------------------------------------
@@ -315,7 +400,7 @@ class ProfileSession:
         kwargs: dict[str, Any] = {
             # a hand-made DeviceSpec may leave activities empty: the CPU activity always works
             "activities": list(self._device.activities) or [torch.profiler.ProfilerActivity.CPU],
-            "schedule": self._schedule.to_torch(),
+            "schedule": self._window.to_torch(),
             "on_trace_ready": self._on_trace_ready,
             **self._options,
         }
@@ -331,6 +416,47 @@ class ProfileSession:
             )
         return kwargs
 
+    def _steps_needed(self) -> int:
+        # an open-ended window needs one recorded step; it has no upper bound
+        return self._schedule.first_active_step + 1 if self._until_stop else self.steps
+
+    def _validate(self) -> None:
+        if not self._until_stop:
+            self._schedule.validate(self._steps_run)
+        elif self._steps_run <= self._schedule.first_active_step:
+            raise ScheduleError(
+                f"the capture ended after {self._steps_run} step(s), before its first recorded "
+                f"step ({self._schedule.describe()}): nothing was recorded"
+            )
+
+    def _end_step(self) -> None:
+        """What ending a step means besides advancing the profiler: wait for the device, note
+        whether Dynamo compiled during a recorded step."""
+        index = self._steps_run
+        if self._sync_enabled:
+            self._synchronize()
+        frames = frames_compiled_so_far()
+        if frames > self._frames_mark and self._window.is_active(index):
+            self._compiled_in_window.append(index)
+        self._frames_mark = frames
+
+    def _trace_name(self, cycle: int) -> str:
+        return trace_name(cycle) if self._rank is None else rank_trace_name(self._rank, cycle)
+
+    def _write_run_json(self) -> None:
+        if self._run_dir is None:
+            return
+        doc = self.run_json()
+        if self._rank is None:
+            write_json(self._run_dir / RUN_JSON, doc)
+            return
+        # each rank writes its own document; rank 0's is also the folder's run.json
+        own = self._run_dir / rank_run_json(self._rank)
+        own.parent.mkdir(parents=True, exist_ok=True)
+        write_json(own, doc)
+        if self._rank == 0:
+            write_json(self._run_dir / RUN_JSON, doc)
+
     def _synchronize(self) -> None:
         if not self._device.is_accelerator:
             return  # CPU ops are synchronous: nothing to wait for, no range to add
@@ -344,9 +470,9 @@ class ProfileSession:
         the current step is recorded.
         """
         index = self._steps_run
-        if not self._schedule.is_active(index):
+        if not self._window.is_active(index):
             return
-        cycle = (index - self._schedule.skip_first) // self._schedule.cycle + 1
+        cycle = (index - self._window.skip_first) // self._window.cycle + 1
         if cycle == self._metadata_cycle:
             return
         self._metadata_cycle = cycle
@@ -357,7 +483,7 @@ class ProfileSession:
 
     def _on_trace_ready(self, prof: Any) -> None:
         """Export the window just recorded, once, to the next ``trace*.json.gz``."""
-        name = trace_name(len(self._traces) + 1)
+        name = self._trace_name(len(self._traces) + 1)
         run_dir = self.run_dir
         started = time.time()
         neuron = self._neuron
@@ -369,8 +495,13 @@ class ProfileSession:
                     f"NeuronProfiler.export_trace failed: {type(exc).__name__}: {exc}"
                 )
         # Export beside the target and rename, so a crash never leaves half a trace.json.gz;
-        # the name keeps the .gz suffix because torch gzips by suffix.
-        partial = run_dir / f".partial-{name}"
+        # the name keeps the .gz suffix because torch gzips by suffix.  A rank's partial file
+        # goes to a hidden folder: the trace reader would take traces/.partial-* for a rank.
+        if self._rank is None:
+            partial = run_dir / f".partial-{name}"
+        else:
+            partial = run_dir / _PARTIAL_DIR / name.replace("/", "-")
+            partial.parent.mkdir(parents=True, exist_ok=True)
         try:
             prof.export_chrome_trace(str(partial))
         except RuntimeError as exc:
@@ -385,7 +516,11 @@ class ProfileSession:
             # window): keep a gzip copy under the usual name.
             copy_as_gzip(found, partial)
             self._warnings.append(f"{name}: copied from the Neuron export {found.name}")
+        (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
         os.replace(partial, run_dir / name)
+        if self._rank is not None:
+            with contextlib.suppress(OSError):  # another rank may still be exporting into it
+                partial.parent.rmdir()
         self._traces.append(name)
 
     def _finish(self, status: str, error: str | None) -> None:
@@ -394,8 +529,7 @@ class ProfileSession:
         self._state = "finished"
         self._finished = datetime.now().astimezone().isoformat(timespec="seconds")
         self._wall_s = round(time.perf_counter() - self._t0, 6)
-        if self._run_dir is not None:
-            write_json(self._run_dir / RUN_JSON, self.run_json())
+        self._write_run_json()
 
 
 def profile(
@@ -415,6 +549,9 @@ def profile(
     sync: bool = True,
     neuron_config: Mapping[str, Any] | None = None,
     run_info: Mapping[str, Any] | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    rank: int | None = None,
+    until_stop: bool = False,
 ) -> ProfileSession:
     """A profiling session over ``torch.profiler.profile``; see the module docstring.
 
@@ -423,7 +560,12 @@ def profile(
     schedule (loop ``p.steps`` times).  ``record_shapes``…``with_flops``: as in torch.profiler.
     ``out``/``label``: the run folder is ``out/<YYYYmmdd-HHMMSS>-<label>``.  ``sync``:
     synchronize the device at each step.  ``neuron_config``: extra ``NeuronConfig`` keywords.
-    ``run_info``: extra JSON-able facts stored in ``run.json``.
+    ``run_info``: extra JSON-able facts stored in ``run.json``.  ``run_dir``: use this folder
+    (created if missing; the ranks of one run share it) instead of a new one under ``out``.
+    ``rank``: this process's rank: its trace is ``traces/rank<N>.json.gz``, its run document
+    ``ranks/rank<N>.json`` (and ``run.json`` on rank 0).  ``until_stop``: record from the first
+    active step until :meth:`ProfileSession.stop` or the end of the block (``active`` and
+    ``repeat`` are then ignored).
 
     Raises DeviceError (unknown/unavailable device) and ScheduleError (bad schedule) at once.
     """
@@ -443,6 +585,9 @@ def profile(
         sync=sync,
         neuron_config=neuron_config,
         run_info=run_info,
+        run_dir=run_dir,
+        rank=rank,
+        until_stop=until_stop,
     )
 
 
