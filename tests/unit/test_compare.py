@@ -138,3 +138,17 @@ def test_compile_time_is_kept_apart(tmp_path: Path, compile_env: dict[str, str])
     assert cmp["eager"]["compile_s"] is None
     assert c["recompiled_during_measurement"] is False
     assert c["numerics_ok"]
+
+
+def test_pairing_cancels_drift_between_rounds() -> None:
+    """A machine that slows down over the run: both variants drift together round by round."""
+    rng = np.random.default_rng(11)
+    drift = np.linspace(1.0, 2.0, 40)  # the machine halves its speed during the measurement
+    ref = list(1e-4 * drift * (1 + 0.01 * rng.standard_normal(40)))
+    fast = list(0.8e-4 * drift * (1 + 0.01 * rng.standard_normal(40)))
+    point, (lo, hi) = speedup_ci(ref, fast)  # paired: equal lengths
+    assert point == pytest.approx(1.25, rel=0.02)
+    assert hi - lo < 0.05
+    assert verdict(point, (lo, hi)) == "faster"
+    _, (ulo, uhi) = speedup_ci(ref, fast, paired=False)
+    assert uhi - ulo > 3 * (hi - lo)  # unpaired, the drift swamps the interval

@@ -12,8 +12,9 @@ For each variant (``name -> callable``) on the same inputs:
    steady) and gets no verdict other than ``unstable``;
 4. optionally one **profile** per variant with the same schedule (device ops, device time and
    CPU time per call from the exported trace);
-5. **speedup** over the reference: ratio of medians, with a 95% percentile-bootstrap interval
-   over the blocks (seeded, so a result is reproducible), and a **verdict**: ``faster`` or
+5. **speedup** over the reference: the median of the per-round ratios (blocks timed back to
+   back, so drift cancels), with a 95% percentile-bootstrap interval over the rounds (seeded,
+   so a result is reproducible), and a **verdict**: ``faster`` or
    ``slower`` only when the interval excludes 1 *and* the difference exceeds the noise floor
    (:data:`NOISE_FLOOR`, or half the variants' relative IQRs if larger); else ``same``.
 
@@ -119,15 +120,32 @@ def speedup_ci(
     *,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
+    paired: bool | None = None,
 ) -> tuple[float, tuple[float, float]]:
-    """Speedup (reference median / variant median) and its 95% percentile-bootstrap interval."""
+    """Speedup of the variant over the reference and its 95% percentile-bootstrap interval.
+
+    Paired (the default when both have as many samples, as interleaved rounds give): the
+    speedup of each round is ``reference / variant`` of the blocks timed back to back, so drift
+    of the machine between rounds cancels; the point is their median.  Unpaired: the ratio of
+    the medians, resampling each side independently.
+    """
     a = np.asarray(reference_s, dtype=np.float64)
     b = np.asarray(variant_s, dtype=np.float64)
-    point = float(np.median(a) / np.median(b))
     rng = np.random.default_rng(seed)
-    ia = rng.integers(0, len(a), size=(resamples, len(a)))
-    ib = rng.integers(0, len(b), size=(resamples, len(b)))
-    ratios = np.median(a[ia], axis=1) / np.median(b[ib], axis=1)
+    if paired is None:
+        paired = len(a) == len(b)
+    if paired:
+        if len(a) != len(b):
+            raise ValueError("paired samples must have the same length")
+        r = a / b
+        point = float(np.median(r))
+        idx = rng.integers(0, len(r), size=(resamples, len(r)))
+        ratios = np.median(r[idx], axis=1)
+    else:
+        point = float(np.median(a) / np.median(b))
+        ia = rng.integers(0, len(a), size=(resamples, len(a)))
+        ib = rng.integers(0, len(b), size=(resamples, len(b)))
+        ratios = np.median(a[ia], axis=1) / np.median(b[ib], axis=1)
     lo, hi = np.percentile(ratios, [2.5, 97.5])
     return point, (float(lo), float(hi))
 
@@ -147,6 +165,15 @@ def verdict(
 def _rel_iqr(t: Timing) -> float:
     s = t.summary
     return s.iqr / s.median if s.median > 0 else 0.0
+
+
+def _paired_noise(ref: Timing, var: Timing) -> float:
+    a = np.asarray(ref.samples_s)
+    b = np.asarray(var.samples_s)
+    if len(a) != len(b) or len(a) < 4:
+        return 0.5 * (_rel_iqr(ref) + _rel_iqr(var))
+    q1, q3 = np.percentile(a / b, [25, 75])
+    return float(0.5 * (q3 - q1))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -266,7 +293,8 @@ def run_comparison(
         if ref_t is None:
             continue
         o.speedup, o.speedup_ci95 = speedup_ci(ref_t.samples_s, o.timing.samples_s)
-        noise = 0.5 * (_rel_iqr(ref_t) + _rel_iqr(o.timing))
+        # the spread that pairing does not remove: the IQR of the per-round speedups
+        noise = _paired_noise(ref_t, o.timing)
         o.verdict = "unstable" if o.recompiled else verdict(o.speedup, o.speedup_ci95, noise)
     result.variants = [outcomes[n] for n in names]
     return result
