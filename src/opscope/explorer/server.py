@@ -54,14 +54,15 @@ def asset(name: str) -> str:
     return (resources.files("opscope.explorer") / "static" / name).read_text(encoding="utf-8")
 
 
-def server_page() -> str:
-    """index.html wired to load the app from the server."""
+def server_page(sections: str = "") -> str:
+    """index.html wired to load the app from the server; ``sections`` is trusted HTML made by
+    the renderers (every trace string in it escaped) placed at the top of the Summary view."""
     return (
         asset("index.html")
         .replace("<!--CSP-->", "")
         .replace("<!--HEAD-->", '<link rel="stylesheet" href="style.css">')
         .replace("<!--SCRIPTS-->", '<script type="module" src="app.js"></script>')
-        .replace("<!--STUDY-->", "")
+        .replace("<!--STUDY-->", sections)
         .replace("<!--FALLBACK-->", "")
         .replace("<!--DATA-->", "")
     )
@@ -193,7 +194,9 @@ class ExplorerServer(ThreadingHTTPServer):
         super().__init__((host, port), Handler)
         self.session = session
         self.verbose = verbose
-        self.page = server_page()
+        from opscope.report.html import roofline_section
+
+        self.page = server_page(roofline_section(session.report("a")))
         bound = self.server_address[1]
         names = {host, "127.0.0.1", "localhost", "[::1]"}
         self.allowed_hosts = {f"{h}:{bound}" for h in names} | (names if bound == 80 else set())

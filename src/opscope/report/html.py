@@ -92,7 +92,22 @@ def render(data: dict[str, Any], top: int = 50, *, trace: Trace | None = None) -
     from opscope.explorer.static_html import render_static
 
     study = f'<div class="study">{study_section(data["study"])}</div>' if data.get("study") else ""
-    return render_static(data, trace, study_html=study, fallback_html=plain_tables(data, top))
+    return render_static(
+        data,
+        trace,
+        study_html=study + roofline_section(data),
+        fallback_html=plain_tables(data, top),
+    )
+
+
+def roofline_section(data: dict[str, Any]) -> str:
+    """The roofline chart (inline SVG: attributes only, no script, names escaped)."""
+    rl = data.get("roofline")
+    if not isinstance(rl, dict) or not rl.get("op_shapes"):
+        return ""
+    from opscope.report.roofline import render_svg
+
+    return f'<div class="roofline"><h2>Roofline</h2>{render_svg(rl)}</div>'
 
 
 def plain_tables(data: dict[str, Any], top: int = 50) -> str:

@@ -37,6 +37,13 @@ function fmtUs(v) {
   if (a >= 10) return v.toFixed(1) + " µs";
   return v.toFixed(2) + " µs";
 }
+function fmtRate(v, unit) {
+  if (typeof v !== "number" || !isFinite(v)) return "—";
+  const steps = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+  for (const [f, p] of steps) if (Math.abs(v) >= f) return `${(v / f).toPrecision(3)} ${p}${unit}`;
+  return `${v.toPrecision(3)} ${unit}`;
+}
+
 const fmtNs = (ns) => (ns === null || ns === undefined ? "—" : fmtUs(ns / 1e3));
 const pct = (v) => (v === null || v === undefined ? "—" : (100 * v).toFixed(1) + "%");
 const signed = (v, f) => (v > 0 ? "+" : "") + f(v);
@@ -123,7 +130,11 @@ function renderSummary(r) {
   cards.replaceChildren();
   const devPairs = [["kind", d.kind], ["name", d.name]];
   if (d.count && d.count > 1) devPairs.push(["count", String(d.count)]);
-  for (const [k, v] of Object.entries(d.peaks || {})) devPairs.push([k, String(v)]);
+  const pk = d.peaks || {};
+  if (pk.name) devPairs.push(["peaks of", String(pk.name) + (pk.measured ? " (measured here)" : "")]);
+  for (const [dt, v] of Object.entries(pk.flops || {})) devPairs.push([`${dt} peak`, fmtRate(v, "FLOP/s")]);
+  if (pk.bandwidth) devPairs.push(["memory", fmtRate(pk.bandwidth, "B/s")]);
+  if (pk.source) devPairs.push(["source", String(pk.source)]);
   cards.append(card("Device", kv(devPairs), d.note ? el("p", { class: "meta", text: d.note }) : null));
   const span = (w.end_ns !== undefined && w.start_ns !== undefined) ? (s.wall_us ?? null) : null;
   cards.append(card("Window", el("div", { class: "big", text: fmtUs(span) }),
