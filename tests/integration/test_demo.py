@@ -117,3 +117,18 @@ def test_compiled_run_records_compile_apart(demo: dict[str, Any]) -> None:
             trace = fh.read().decode()
         # the measured window holds the compiled region, not the compilation
         assert "Torch-Compiled Region" in trace
+
+
+def test_naive_run_reports_a_fusion_finding_naming_its_mul_chain(demo: dict[str, Any]) -> None:
+    by_variant: dict[str, list[dict[str, Any]]] = {}
+    for d in map(Path, demo["run_dirs"]):
+        report = json.loads((d / "report.json").read_text())
+        by_variant.setdefault(report["study"]["variant"], []).append(report)
+    for report in by_variant["naive"]:
+        fusion = [f for f in report["findings"] if f["kind"] == "fusion"]
+        assert fusion, [f["title"] for f in report["findings"]]
+        text = json.dumps(fusion[0])
+        assert "aten::mul" in text and "rms_norm" in text
+    for name in ("builtin", "compiled"):
+        for report in by_variant[name]:
+            assert not [f for f in report["findings"] if f["kind"] == "fusion"], name
