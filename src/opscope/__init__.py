@@ -20,8 +20,8 @@ __all__ = ["__version__", "analyze", "compare", "load", "profile", "step", "watc
 
 if TYPE_CHECKING:
     from opscope.analysis.report import analyze
-    from opscope.capture.compile_metrics import watch_compile
     from opscope.capture.active import step
+    from opscope.capture.compile_metrics import watch_compile
     from opscope.capture.session import profile
     from opscope.experiment import compare
     from opscope.trace import load
