@@ -46,6 +46,22 @@ def _bool(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _dict_match(col: pa.ChunkedArray, pattern: str, ignore_case: bool) -> np.ndarray:
+    if not pa.types.is_dictionary(col.type):
+        return _bool(pc.match_substring_regex(col, pattern, ignore_case=ignore_case))
+    parts: list[np.ndarray] = []
+    for chunk in col.chunks:
+        hit = _bool(pc.match_substring_regex(chunk.dictionary, pattern, ignore_case=ignore_case))
+        idx = chunk.indices
+        if idx.null_count:
+            valid = np.asarray(idx.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            pos = np.asarray(idx.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+            parts.append(hit[pos] & valid)
+        else:
+            parts.append(hit[np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.int64)])
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
 def _np_str(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     arr = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
     arr = arr.fill_null("") if arr.null_count else arr
@@ -100,8 +116,9 @@ class EventView:
         return value if isinstance(value, dict) else {}
 
     def name_matches(self, pattern: str, ignore_case: bool = False) -> np.ndarray:
-        """Rows whose name matches the regular expression (one vectorised pass)."""
-        return _bool(pc.match_substring_regex(self._names, pattern, ignore_case=ignore_case))
+        """Rows whose name matches the regular expression: matched once per distinct name (the
+        column is dictionary-encoded), then spread to the rows."""
+        return _dict_match(self._names, pattern, ignore_case)
 
     def event_id(self, row: int) -> int:
         return int(self.ids[row])
@@ -232,7 +249,7 @@ def _build(ctx: Context) -> EventView:
         exec_dur=exec_dur,
         device_is_host=device_is_host,
         _args=ev.column("args"),
-        _names=name_arrow,
+        _names=ev.column("name"),
     )
 
 
