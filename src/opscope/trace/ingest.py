@@ -9,6 +9,11 @@ trace files.  Each file is streamed (:mod:`~opscope.trace.readers`,
 (``TraceMeta.rank_origin`` says which).  Several files are ingested in parallel processes.
 
 Each file's table is cached (:mod:`~opscope.trace.cache`) unless ``cache=False``.
+
+Neuron profiles go to :mod:`~opscope.trace.neuron` (:func:`~opscope.trace.neuron.is_neuron_path`
+says which paths are: a folder of Neuron Explorer Parquet tables, an ``explorer/`` folder, a
+capture folder of NEFF/NTFF/protobuf files, legacy ``system_profile.json``, or a run folder
+with a ``neuron/`` folder holding any of them).
 """
 
 from __future__ import annotations
@@ -99,6 +104,10 @@ def load(
     decompressed size of each file (default: 16 GiB or ``$OPSCOPE_MAX_TRACE_BYTES``).
     ``workers`` caps the processes used for a folder of ranks (default: the CPU count).
     """
+    from opscope.trace import neuron
+
+    if neuron.is_neuron_path(Path(path)):
+        return neuron.load_neuron(Path(path), max_bytes=max_bytes)
     files = find_trace_files(Path(path))
     parts = _load_files(files, cache, max_bytes, workers)
     ranks = _assign_ranks(files, parts)
@@ -158,6 +167,12 @@ def load_file(path: Path, *, cache: bool = True, max_bytes: int | None = None) -
 
 def ingest_file(path: Path, *, max_bytes: int | None = None) -> FilePart:
     """Stream, convert and link one trace file (no cache)."""
+    parsed, warnings = parse_file(path, max_bytes=max_bytes)
+    return _to_part(parsed, warnings, str(path))
+
+
+def parse_file(path: Path, *, max_bytes: int | None = None) -> tuple[KinetoParse, list[str]]:
+    """Stream and convert one Kineto file, not linked: its columns and the reader's warnings."""
     data = ByteStream(path, max_bytes)
     stream = EventStream(data, str(path))
     builder = KinetoBuilder()
@@ -184,7 +199,7 @@ def ingest_file(path: Path, *, max_bytes: int | None = None) -> FilePart:
         warnings.append(f"{path}: {data.cut}")
     if stream.warning:
         warnings.append(stream.warning)
-    return _to_part(parsed, warnings, str(path))
+    return parsed, warnings
 
 
 def _to_part(parsed: KinetoParse, warnings: list[str], origin: str) -> FilePart:

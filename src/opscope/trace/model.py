@@ -4,6 +4,11 @@
 ``Trace.kernels`` are the derived tables of :mod:`opscope.trace.derived`, computed on first use
 and kept.  ``Trace.sql(query)`` runs DuckDB over the three tables (``events``, ``ops``,
 ``kernels``) and returns Arrow; ``Trace.sql_df`` returns pandas when pandas is installed.
+
+A Neuron profile (:mod:`opscope.trace.neuron`) also carries ``Trace.neuron``: the Neuron
+Explorer tables as read (device tables such as ``Instruction``, ``ActiveTime``, ``Summary``),
+queryable in SQL as ``neuron_<table in snake case>`` (``neuron_instruction``,
+``neuron_active_time``, ``neuron_summary``, ...).
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ class TraceMeta:
     warnings: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, as written
     cached: bool = False  # every file came from the cache
+    # how several clocks were put on one (Neuron: framework trace and device tables onto the
+    # system profile's CPU clock); empty when the trace has one clock
+    alignment: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +57,7 @@ class TraceMeta:
             "thread_names": self.thread_names,
             "skipped": self.skipped,
             "warnings": self.warnings,
+            "alignment": self.alignment,
         }
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -72,6 +81,7 @@ class TraceMeta:
             skipped={str(k): int(v) for k, v in (d.get("skipped") or {}).items()},
             warnings=[str(w) for w in d.get("warnings") or []],
             extra=dict(d.get("extra") or {}),
+            alignment=dict(d.get("alignment") or {}),
         )
 
 
@@ -91,6 +101,34 @@ _TABLE_WORDS = {
     "ops": re.compile(r"\bops\b", re.IGNORECASE),
     "kernels": re.compile(r"\bkernels\b", re.IGNORECASE),
 }
+_NEURON_WORD = re.compile(r"\bneuron_[a-z0-9_]+\b", re.IGNORECASE)
+
+
+def snake_case(table: str) -> str:
+    """``DmaPacketAggregated`` -> ``dma_packet_aggregated`` (SQL names of Neuron tables)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", table).lower()
+
+
+@dataclass
+class NeuronTables:
+    """The Neuron Explorer tables of a profile, by table name (``Instruction``, ``Summary``...).
+
+    Tables of several device profiles are stacked, with a ``device_profile`` column naming the
+    profile of each row; device-clock tables gain ``host_start_ns`` (their ``start_ts`` moved
+    onto the event table's clock) when the alignment is known.  ``profiles`` names the
+    folders read; ``schema_version`` is ``Metadata.profile_schema_version`` when present.
+    """
+
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    profiles: list[str] = field(default_factory=list)
+    schema_version: str | None = None
+
+    def get(self, table: str) -> pa.Table | None:
+        return self.tables.get(table)
+
+    def sql_names(self) -> dict[str, str]:
+        """SQL name -> table name."""
+        return {f"neuron_{snake_case(t)}": t for t in self.tables}
 
 
 class Trace:
@@ -103,6 +141,8 @@ class Trace:
         self._ops: pa.Table | None = None
         self._kernels: pa.Table | None = None
         self._con: Any = None
+        # Neuron Explorer tables when the trace is a Neuron profile (see NeuronTables)
+        self.neuron: NeuronTables | None = None
 
     def __len__(self) -> int:
         return int(self.events.num_rows)
@@ -154,10 +194,18 @@ class Trace:
             if name not in self._registered and word.search(query):
                 self._con.register(name, getattr(self, name))
                 self._registered.add(name)
+        if self.neuron is not None:
+            names = self.neuron.sql_names()
+            for word in _NEURON_WORD.findall(query):
+                key = word.lower()
+                if key in names and key not in self._registered:
+                    self._con.register(key, self.neuron.tables[names[key]])
+                    self._registered.add(key)
         return self._con
 
     def sql(self, query: str) -> pa.Table:
-        """Run SQL (DuckDB) over ``events``, ``ops`` and ``kernels``; returns an Arrow table.
+        """Run SQL (DuckDB) over ``events``, ``ops`` and ``kernels`` (and the ``neuron_*``
+        tables of a Neuron profile); returns an Arrow table.
 
         A query DuckDB rejects raises :class:`~opscope.errors.OpscopeError` with its message.
         """

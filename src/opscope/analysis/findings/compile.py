@@ -26,6 +26,13 @@ Findings and thresholds:
   eager code between graphs is visible in the other rules); the reasons are in ``details``.
 * **guard overhead** - ``TorchDynamo Cache Lookup`` summing to at least :data:`MIN_WALL_SHARE`
   of the wall time.  At stake: that time.
+* **Neuron: a new NEFF per shape** - on Neuron every distinct graph is compiled to its own NEFF
+  (``nc_exec_running``'s ``model_name``).  An op (unit) whose executions in the window ran at
+  least :data:`MIN_NEFFS` different NEFFs with as many different input shapes is recompiled
+  per shape (in eager mode each new shape compiles a NEFF; under torch.compile each new shape
+  recompiles the graph).  At stake: the NEFF loads and model switches in the window
+  (``nrt_load``/``model_load``/``nrt_model_switch``), else 0 (the compilations were paid
+  before the window; they are reported so they are not paid again in production).
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ MIN_WALL_SHARE = 0.01
 REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
 SHAPE_REASON = re.compile(r"size|stride|shape|dim|numel|rank", re.IGNORECASE)
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"
+MIN_NEFFS = 2
+NEFF_LOAD_RE = r"^(nrt_load|model_load|nrt_model_switch|nc_model_switch)$"
 
 
 def _records(ctx: Context) -> list[dict[str, Any]]:
@@ -184,7 +193,76 @@ def run(ctx: Context) -> list[Finding]:
                 details={"lookups": len(lookups), "lookup_us": lookup_us},
             )
         )
+    neff = _neff_per_shape(ctx, v)
+    if neff is not None:
+        out.append(neff)
     return out
+
+
+def _neff_per_shape(ctx: Context, v: EventView) -> Finding | None:
+    """The Neuron check of the module docstring."""
+    if ctx.trace.device.kind != "neuron":
+        return None
+    ex = np.flatnonzero(v.is_exec & (v.cat == "neuron_hw") & (v.op >= 0))
+    if len(ex) == 0:
+        return None
+    units = v.unit_of(v.op[ex])
+    by_unit: dict[str, tuple[set[str], set[str], list[int]]] = {}
+    shape_of: dict[int, str] = {}
+    for r, u in zip(ex.tolist(), units.tolist(), strict=True):
+        model = v.args(r).get("model_name")
+        if not isinstance(model, str) or u < 0:
+            continue
+        if u not in shape_of:
+            a = v.args(u)
+            shape_of[u] = repr((a.get("Input Dims"), a.get("Input type")))
+        neffs, shapes, rows = by_unit.setdefault(str(v.name[u]), (set(), set(), []))
+        neffs.add(model)
+        shapes.add(shape_of[u])
+        rows.append(r)
+    hit = {
+        k: x
+        for k, x in by_unit.items()
+        if len(x[0]) >= MIN_NEFFS and len(x[1]) >= MIN_NEFFS and len(x[0]) <= len(x[1])
+    }
+    if not hit:
+        return None
+    loads = np.flatnonzero(v.in_window & v.name_matches(NEFF_LOAD_RE))
+    load_us = float(v.dur[loads].sum()) / 1e3
+    worst = max(hit.items(), key=lambda kv: len(kv[1][0]))
+    name, (neffs, shapes, rows) = worst
+    sh = share(ctx, load_us)
+    return Finding(
+        kind="compile",
+        severity=severity(sh) if load_us else "medium",
+        title=f"{name} ran {len(neffs)} NEFFs for {len(shapes)} input shapes: Neuron compiles "
+        "a graph per shape",
+        time_at_stake_us=load_us,
+        share=sh,
+        evidence=[
+            ids_evidence(v, rows, note="executions of different NEFFs"),
+            *(
+                [ids_evidence(v, loads.tolist(), note="NEFF loads / model switches")]
+                if len(loads)
+                else []
+            ),
+        ],
+        recommendation=(
+            "Each new input shape compiles (neuronx-cc, seconds to minutes) and loads a new "
+            "NEFF. Pad or bucket the varying dimension to a few fixed sizes (e.g. sequence "
+            "lengths rounded up to a multiple of 128), keep batch sizes constant (drop_last="
+            "True), and keep the persistent NEFF cache between runs; under torch.compile mark "
+            "the dimension dynamic only if the Neuron backend supports it."
+        ),
+        confidence="medium",
+        details={
+            "op": name,
+            "neffs": sorted(neffs)[:20],
+            "shapes": len(shapes),
+            "ops": {k: len(x[0]) for k, x in hit.items()},
+            "load_us": load_us,
+        },
+    )
 
 
 def _has_ancestor_in(v: EventView, row: int, rows: set[int]) -> bool:

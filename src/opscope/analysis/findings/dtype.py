@@ -8,7 +8,9 @@ shapes the rule cannot see dtypes and stays silent).
   dimension (a Python ``float`` becomes a 0-dim double and is not counted).  GPUs run float64 at
   1/2 to 1/64 of the float32 rate; Neuron has no float64 and silently computes in float32.
   ``time_at_stake_us``: half of their device time (float32 is at least twice as fast on every
-  GPU).  Threshold: at least :data:`MIN_WALL_SHARE` (1 %) of the window's wall time.
+  GPU).  Threshold: at least :data:`MIN_WALL_SHARE` (1 %) of the window's wall time.  On
+  Neuron the finding is about precision, not speed: any float64 execution is reported (severity
+  ``low``), with 0 µs at stake - the results are float32 whatever the program asked for.
 * **fp32 matmuls on a GPU** (CUDA/ROCm) - kernels of ``mm``/``addmm``/``bmm``/``baddbmm``/
   ``matmul``/``linear`` whose inputs are ``float`` and whose kernel name shows no TF32/XF32
   tensor-core path (``tf32``, ``xf32``, ``s1688``, ``s16816``).  Tensor-core formats (TF32,
@@ -93,8 +95,9 @@ def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding |
         return None
     hit = ex[np.isin(v.op[ex], np.fromiter(doubles, np.int64, len(doubles)))]
     dev_us = float(v.exec_dur[hit].sum()) / 1e3
-    at_stake = SPEEDUP_SHARE * dev_us
-    if len(hit) == 0 or share(ctx, at_stake) < MIN_WALL_SHARE:
+    # Neuron runs float64 as float32 (same speed): the cost is precision, not time
+    at_stake = 0.0 if kind == "neuron" else SPEEDUP_SHARE * dev_us
+    if len(hit) == 0 or (kind != "neuron" and share(ctx, at_stake) < MIN_WALL_SHARE):
         return None
     ops: dict[str, float] = {}
     for r in hit.tolist():
@@ -116,10 +119,16 @@ def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding |
             "torch.from_numpy(a).to(torch.float32); avoid torch.set_default_dtype(torch.float64)."
         )
     sh = share(ctx, at_stake)
+    title = f"float64 work on the device: {len(hit)} executions, {fmt_us(dev_us)} ({names})"
+    if kind == "neuron":
+        title = (
+            f"float64 inputs run as float32 on Neuron: {len(hit)} executions, {fmt_us(dev_us)} "
+            f"({names})"
+        )
     return Finding(
         kind="dtype",
-        severity=severity(sh),
-        title=f"float64 work on the device: {len(hit)} executions, {fmt_us(dev_us)} ({names})",
+        severity="low" if kind == "neuron" else severity(sh),
+        title=title,
         time_at_stake_us=at_stake,
         share=sh,
         evidence=[
@@ -132,7 +141,8 @@ def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding |
             "executions": len(hit),
             "device_us": dev_us,
             "ops": dict(top),
-            "assumed_speedup_share": SPEEDUP_SHARE,
+            "assumed_speedup_share": 0.0 if kind == "neuron" else SPEEDUP_SHARE,
+            "computed_as": "float32" if kind == "neuron" else "float64",
         },
     )
 

@@ -1,4 +1,4 @@
-"""fusion: chains of small device executions that one fused kernel would replace.
+"""fusion: chains of elementwise device executions that one fused kernel would replace.
 
 Contract: the rule looks at *units* (the ops the program called, see
 :mod:`opscope.analysis.findings._view`) that did device work in the window, in call order per
@@ -7,8 +7,9 @@ range, the profiler step).  It reports three patterns, one finding per distinct 
 scope name, same op names), occurrences summed:
 
 * **elementwise runs** - at least :data:`MIN_RUN` consecutive units that are elementwise,
-  cast or reduction ops (:data:`FUSABLE`), whose executions are all kernels (no copies)
-  averaging at most :data:`SMALL_EXEC_US` each, on the same data (the leading dimensions of
+  cast or reduction ops (:data:`FUSABLE`), whose executions are all kernels (no copies) - small
+  ones cost a launch each, large ones a memory pass each that a fused kernel saves - on the
+  same data (the leading dimensions of
   their largest tensor input agree, when shapes were recorded).  The naive RMSNorm
   ``aten::mul, aten::mean, aten::add, aten::rsqrt, aten::mul, aten::mul`` is one.  A run inside
   an ``aten::`` op (a built-in that decomposes, e.g. ``aten::rms_norm`` on the CPU) is not a
@@ -52,7 +53,6 @@ from opscope.analysis.findings._view import (
 from opscope.analysis.findings.base import Context, Finding, Rule
 
 MIN_RUN = 3
-SMALL_EXEC_US = 200.0
 MIN_WALL_SHARE = 0.01
 MIN_AT_STAKE_US = 5.0
 MAX_FINDINGS = 5
@@ -132,7 +132,7 @@ def _units(v: EventView) -> list[list[Unit]]:
     uniq, first = np.unique(unit, return_index=True)
     bounds = [*first.tolist(), len(unit)]
     dev = v.exec_dur[e]
-    is_kernel = (v.kind[e] == "kernel") | (v.kind[e] == "op")
+    is_kernel = np.isin(v.kind[e], ("kernel", "exec", "op"))
     units: list[Unit] = []
     for i, u in enumerate(uniq.tolist()):
         a, b = bounds[i], bounds[i + 1]
@@ -183,9 +183,9 @@ def _scope_name(v: EventView, u: Unit) -> str:
 
 
 def _fusable(u: Unit) -> bool:
-    if u.base not in FUSABLE or not u.kernels_only or not u.execs:
-        return False
-    return u.device_ns / len(u.execs) / 1e3 <= SMALL_EXEC_US
+    # Any duration: small executions cost launches, large ones are memory-bound passes that
+    # write intermediates out and read them back - a fused kernel saves both.
+    return u.base in FUSABLE and u.kernels_only and bool(u.execs)
 
 
 def _add(

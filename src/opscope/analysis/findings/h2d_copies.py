@@ -8,14 +8,21 @@ Contract: a host-to-device copy is, in the window,
   (Neuron ``nrt_tensor_write``, MTIA ``memcpyHtoD``).
 
 Copies are grouped by the op the program called to cause them (the unit of
-:mod:`opscope.analysis.findings._view`: ``aten::to``, ``aten::copy_``, or an ``aten::add``
-whose CPU scalar-tensor operand had to be moved) and the scope around it.  A group's cost
+:mod:`opscope.analysis.findings._view`: ``aten::to``, ``aten::copy_``, an ``aten::add``
+whose CPU scalar-tensor operand had to be moved, or a compiled region whose lifted CPU scalar
+is written to the device before each execution) and the scope around it.  A group's cost
 (``time_at_stake_us``) is, per copy, the longer of the device copy and the host call that
-issued it (pageable copies block the host for their whole length).
+issued it (pageable copies block the host for their whole length).  A Neuron
+``nrt_tensor_write`` has no launching call; its issuing host call is the framework event it is
+linked to (same ``correlation``, e.g. TorchNeuron's ``neuron_copy_h2d``), and its size the
+``size`` attribute.
 
 Steady state: a group is reported only when its copies recur - at least :data:`MIN_COPIES`
 copies in the window, and, when the window has two or more profiler steps, copies in at least
-two of them - so a one-time upload of weights or of the first batch is not a finding.
+two of them - so a one-time upload of weights or of the first batch is not a finding.  A
+window of exactly one profiler step numbered 1 or more (the profiler's wait/warm-up steps ran
+the same code before it) counts a single copy as recurring: the first iteration's one-time
+uploads are not in it (confidence ``medium``).
 
 Threshold: the group's cost is at least :data:`MIN_WALL_SHARE` (1 %) of the window's wall time
 and at least :data:`MIN_US`; at most :data:`MAX_FINDINGS` groups.  The advice depends on the
@@ -49,8 +56,30 @@ RUNTIME_H2D = r"nrt_tensor_write|memcpyHtoD"
 
 
 def _bytes(v: EventView, row: int) -> int | None:
-    b = v.args(row).get("bytes")
-    return int(b) if isinstance(b, (int, float)) else None
+    a = v.args(row)
+    b = a.get("bytes")
+    if b is None and v.source[row] == "runtime":
+        b = a.get("size")  # Neuron nrt_tensor_write
+    return int(b) if isinstance(b, (int, float)) and not isinstance(b, bool) else None
+
+
+def _issuing_calls(v: EventView, rows: np.ndarray) -> np.ndarray:
+    """For runtime writes without a launch: the framework-side host call linked to them
+    (same rank and correlation, the longest one) - it is what the host waited in; -1 if none."""
+    out = np.full(len(rows), -1, dtype=np.int64)
+    corr = v.cache.get("correlation")
+    if corr is None:
+        return out
+    for i, r in enumerate(rows.tolist()):
+        c = corr[r]
+        if c < 0 or v.source[r] != "runtime":
+            continue
+        same = np.flatnonzero((corr == c) & (v.rank == v.rank[r]) & (v.source == "runtime"))
+        same = same[(same != r) & (v.cat[same] != "neuron_rt")]
+        same = same[(v.start[same] <= v.start[r]) & (v.end[same] >= v.end[r])]
+        if len(same):
+            out[i] = int(same[np.argmax(v.dur[same])])
+    return out
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -80,27 +109,46 @@ def run(ctx: Context) -> list[Finding]:
             key = ("(no op recorded)", "")
         groups.setdefault(key, []).append(r)
 
+    if "correlation" not in v.cache:
+        v.cache["correlation"] = np.asarray(
+            ctx.trace.events.column("correlation").fill_null(-1).to_numpy(zero_copy_only=False),
+            dtype=np.int64,
+        )
     n_steps = len({int(s) for s in v.step[rows].tolist() if s >= 0})
+    window_steps = {int(s) for s in v.step[v.in_window & v.is_steplike].tolist() if s >= 0}
+    # one post-warm-up step: what it copies, every iteration copies (see the docstring)
+    after_warmup = len(window_steps) == 1 and min(window_steps) >= 1
     floor = max(MIN_US, MIN_WALL_SHARE * ctx.wall_us)
     scored = []
     for key, rs in groups.items():
         arr = np.asarray(rs, dtype=np.int64)
-        if len(arr) < MIN_COPIES:
+        if len(arr) < MIN_COPIES and not (after_warmup and key[0] != "(no op recorded)"):
             continue
         steps = {int(s) for s in v.step[arr].tolist() if s >= 0}
         if n_steps >= 2 and len(steps) < 2:
             continue
         launch = v.launch[arr]
-        host = np.where(launch >= 0, v.dur[np.maximum(launch, 0)], 0)
+        issuer = _issuing_calls(v, arr)
+        caller = np.where(launch >= 0, launch, issuer)
+        host = np.where(caller >= 0, v.dur[np.maximum(caller, 0)], 0)
         cost_us = float(np.maximum(v.dur[arr], host).sum()) / 1e3
         if cost_us >= floor:
             scored.append((cost_us, key, arr))
     scored.sort(key=lambda t: -t[0])
-    return [_finding(ctx, v, key, arr, cost) for cost, key, arr in scored[:MAX_FINDINGS]]
+    return [
+        _finding(ctx, v, key, arr, cost, single_step=after_warmup and len(arr) < MIN_COPIES)
+        for cost, key, arr in scored[:MAX_FINDINGS]
+    ]
 
 
 def _finding(
-    ctx: Context, v: EventView, key: tuple[str, str], arr: np.ndarray, cost_us: float
+    ctx: Context,
+    v: EventView,
+    key: tuple[str, str],
+    arr: np.ndarray,
+    cost_us: float,
+    *,
+    single_step: bool = False,
 ) -> Finding:
     op_name, scope = key
     sizes = [b for b in (_bytes(v, int(r)) for r in arr) if b is not None]
@@ -109,7 +157,16 @@ def _finding(
     first_op = int(v.op[arr[0]])
     chain = v.chain(first_op, limit=4) if first_op >= 0 else op_name
     where = f" in {scope}" if scope else ""
-    if mean_bytes is not None and mean_bytes <= SMALL_BYTES:
+    neuron = bool(np.any(v.name[arr] == "nrt_tensor_write"))
+    if neuron and mean_bytes is not None and mean_bytes <= SMALL_BYTES:
+        fix = (
+            f"{op_name}{where} writes a tiny host tensor ({mean_bytes:.0f} B on average) to "
+            "the NeuronCore before its execution (nrt_tensor_write) - typically a CPU scalar "
+            "tensor (a global like EPS = torch.tensor(1e-6)) that torch.compile lifted as a "
+            "graph input. Make it a Python float (a constant folded into the NEFF), or create "
+            "it on the device once (torch.tensor(..., device='neuron'))."
+        )
+    elif mean_bytes is not None and mean_bytes <= SMALL_BYTES:
         fix = (
             f"{op_name}{where} copies a tiny host tensor ({mean_bytes:.0f} B on average) to "
             "the device every time - typically a CPU scalar tensor (torch.tensor(0.5), a "
@@ -139,12 +196,13 @@ def _finding(
     return Finding(
         kind="h2d_copies",
         severity=severity(sh),
-        title=f"{len(arr)} host-to-device copies caused by {op_name}{where}{size}",
+        title=f"{len(arr)} host-to-device cop{'ies' if len(arr) != 1 else 'y'} caused by "
+        f"{op_name}{where}{size}",
         time_at_stake_us=cost_us,
         share=sh,
         evidence=[ids_evidence(v, arr.tolist(), note=f"host-to-device copies from {chain}")],
         recommendation=fix + f" At most {fmt_us(cost_us)} to gain.",
-        confidence="high" if first_op >= 0 else "low",
+        confidence="low" if first_op < 0 else "medium" if single_step else "high",
         details={
             "op": op_name,
             "issued_by": chain,
@@ -154,6 +212,7 @@ def _finding(
             "mean_bytes": mean_bytes,
             "total_bytes": sum(sizes) if sizes else None,
             "device_us": float(v.dur[arr].sum()) / 1e3,
+            "single_step_window": single_step,
         },
     )
 

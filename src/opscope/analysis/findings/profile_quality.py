@@ -21,6 +21,14 @@ whose time is in the window.  Severity says how far the rest of the report can b
   (the profiler stopped before the device finished it: no synchronize at the step's end).
 * **no PyTorch events** (high) - events were read, but none of a category the analysis knows
   (framework ops, runtime calls, device executions): not a PyTorch/Kineto profile.
+* **Neuron profile problems** (``ctx.trace.meta.extra["neuron"]``, written by
+  :mod:`opscope.trace.neuron`): raw capture files that do not pair (a NEFF without its NTFF or
+  the reverse - Neuron's ``ERROR_PROCESS_INCOMPLETE`` - an empty NTFF, NTFFs without NEFFs:
+  medium), a capture not processed by ``neuron-explorer view`` (high when no device execution
+  was read, else medium; the finding carries the command), and Neuron Explorer's own
+  ``Warning`` table (data-quality hints, low), one finding per check.  Reader warnings starting
+  with ``neuron:`` (schema columns ignored, schema version) are one low finding, not a
+  truncation.
 """
 
 from __future__ import annotations
@@ -31,6 +39,10 @@ import numpy as np
 
 from opscope.analysis.findings._view import fmt_us, ids_evidence, pct, severity, share, view
 from opscope.analysis.findings.base import Context, Evidence, Finding, Rule
+
+# Reader warnings about a Neuron profile's format (opscope.trace.neuron.WARNING_PREFIX): not a
+# cut file.  Written here rather than imported so the rule does not load the Neuron reader.
+NEURON_WARNING_PREFIX = "neuron: "
 
 MIN_OVERHEAD_SHARE = 0.01
 MIN_STEPS = 3
@@ -119,17 +131,19 @@ def run(ctx: Context) -> list[Finding]:
                 {"window_steps": list(ctx.window_steps) if ctx.window_steps else None},
             )
         )
-    if meta.warnings:
+    cut = [w for w in meta.warnings if not w.startswith(NEURON_WARNING_PREFIX)]
+    if cut:
         out.append(
             _finding(
-                f"Trace truncated or repaired: {meta.warnings[0][:160]}",
+                f"Trace truncated or repaired: {cut[0][:160]}",
                 "medium",
                 "The trace file is incomplete (the writer was interrupted or the file was cut); "
                 "the tail of the timeline is missing. Re-export it, and let the program finish "
                 "(or the profiler exit) before copying the file.",
-                {"warnings": meta.warnings[:10]},
+                {"warnings": cut[:10]},
             )
         )
+    out.extend(_neuron(ctx, n_device))
     bad = {k: n for k, n in meta.skipped.items() if not BENIGN_SKIPS.search(k) and n > 0}
     if bad:
         total = sum(bad.values())
@@ -164,6 +178,72 @@ def run(ctx: Context) -> list[Finding]:
     last = _last_step(ctx)
     if last is not None:
         out.append(last)
+    return out
+
+
+def _neuron(ctx: Context, n_device: int) -> list[Finding]:
+    """The Neuron checks of the module docstring."""
+    meta = ctx.trace.meta
+    info = meta.extra.get("neuron")
+    info = info if isinstance(info, dict) else {}
+    out: list[Finding] = []
+    problems = [p for p in info.get("capture_problems") or [] if isinstance(p, dict)]
+    unprocessed = [p for p in problems if p.get("code") == "NOT_PROCESSED"]
+    pairing = [p for p in problems if p.get("code") != "NOT_PROCESSED"]
+    if unprocessed:
+        cmd = str(unprocessed[0].get("command") or "neuron-explorer view -d <capture folder>")
+        out.append(
+            _finding(
+                "Neuron capture not processed: no system/device profile tables were read",
+                "high" if n_device == 0 else "medium",
+                f"Turn the capture into Neuron Explorer tables and report on them: {cmd} "
+                "(neuron-explorer ships with the Neuron SDK; opscope runs it itself when it is "
+                "on PATH). Until then device columns hold no Neuron executions.",
+                {"captures": unprocessed[:10]},
+            )
+        )
+    if pairing:
+        codes = sorted({str(p.get("code")) for p in pairing})
+        first = str(pairing[0].get("message", ""))[:160]
+        out.append(
+            _finding(
+                f"Neuron capture incomplete ({', '.join(codes)}): {first}",
+                "medium",
+                "Each NEFF (compiled graph) needs its NTFF (device trace) of the same id for a "
+                "device profile (model mode), and NTFFs need their NEFFs: capture with "
+                "ProfileMode.DEVICE and NeuronConfig(neff_cache_dir=...) (or "
+                "TORCH_NEURONX_NEFF_CACHE_DIR), call torch.neuron.synchronize() inside the "
+                "profiled region, and copy the whole <instance>_pid_<pid> folder.",
+                {"problems": pairing[:20]},
+            )
+        )
+    hints = [w for w in info.get("warnings") or [] if isinstance(w, dict)]
+    if hints:
+        first = str(hints[0].get("message", ""))[:160]
+        out.append(
+            _finding(
+                f"Neuron Explorer warns about the profile ({hints[0].get('category')}): {first}",
+                "low",
+                "Neuron Explorer's Warning table lists data it could not capture or decode; "
+                "the numbers that depend on it (named in the message) may be partial. "
+                "Missing DMA names need NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1; dropped events "
+                "need a larger max_events_per_nc.",
+                {"warnings": hints[:20]},
+            )
+        )
+    fmt = [w for w in meta.warnings if w.startswith(NEURON_WARNING_PREFIX)]
+    fmt = [w for w in fmt if "raw Neuron capture" not in w]  # reported above with its command
+    if fmt:
+        out.append(
+            _finding(
+                f"Neuron profile format: {fmt[0][len(NEURON_WARNING_PREFIX) :][:160]}",
+                "low",
+                "The profile was written by a newer Neuron Explorer than opscope knows: columns "
+                "it does not know are left out of the analysis (they stay in the neuron_* SQL "
+                "tables). Numbers from known columns are unaffected.",
+                {"warnings": fmt[:10]},
+            )
+        )
     return out
 
 
