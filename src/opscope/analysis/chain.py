@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from opscope.trace.viewport import EventIndex
 
 MAX_PATHS = 200
@@ -112,6 +114,16 @@ def dependency_chain(
                 issuer = int(index.op_row[rt])
                 head = [issuer] if issuer >= 0 else [row]
                 paths.append([*head, rt, *_launched(index, rt)])
+        if not any(index.group[r] == 2 for p in paths for r in p):
+            # runtime calls on other lanes that the trace attributes to this op (Neuron's
+            # runtime runs on its own threads, e.g. nrta_execute_schedule on NC lanes)
+            issued = np.flatnonzero((index.group == 1) & (index.op_row == row))
+            issued = issued[np.argsort(index.rel[issued], kind="stable")]
+            truncated = max(truncated, len(issued) - max_paths)
+            for rt in issued[:max_paths].tolist():
+                launched = _launched(index, rt)
+                if launched:
+                    paths.append([row, rt, *launched])
         if not paths:
             paths.append([row])
             note = (

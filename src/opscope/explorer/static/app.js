@@ -634,7 +634,8 @@ class Timeline {
     this.drawMeasure(ctx);
     this.drawAxis(ctx, nsPerPx);
     const dt = performance.now() - t0;
-    Object.assign(window.__opscope, { view: [this.t0, this.t1], lanesDrawn, lanes: this.lanesInfo.lanes.length, scrollY: this.scrollY });
+    Object.assign(window.__opscope, { view: [this.t0, this.t1], lanesDrawn, lanes: this.lanesInfo.lanes.length,
+      groups: [...new Set(this.lanesInfo.lanes.map((l) => l.group))], scrollY: this.scrollY });
     this.frames.push(dt);
     if (this.frames.length > 2000) this.frames.splice(0, 1000);
   }
