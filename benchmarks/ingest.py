@@ -10,6 +10,8 @@ measurement's memory never hides another's.  The contestants are run in turn for
 
 * orjson: read the file, gunzip if needed, ``orjson.loads`` (no table, no links).
 * opscope: ``opscope.trace.load(path, cache=False)``: file -> linked, queryable event table.
+  Its "RSS ops" is the parent process; "RSS wrk" the largest of the worker processes it forks
+  for one large file (each holds one run of events at a time).
 * opscope reopen: ``load(path)`` once to fill the cache (timed as "ingest+write"), then again.
 * HTA: ``hta.trace_analysis.TraceAnalysis(trace_dir=...)`` in the venv given by
   ``--hta-python`` (HTA's PyPI name is ``traceinsight``; keep it out of opscope's venv so it
@@ -46,6 +48,13 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
+def _child_rss_mb() -> float:
+    """Peak RSS of the largest finished child (opscope's worker processes for one file)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+
+
 def worker(kind: str, path: str) -> dict[str, Any]:
     """Run one measurement in this (fresh) process."""
     if kind == "orjson":
@@ -68,7 +77,13 @@ def worker(kind: str, path: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         t = load(path, cache=kind == "opscope-cached")
         dt = time.perf_counter() - t0
-        return {"s": dt, "events": len(t), "rss_mb": _rss_mb(), "cached": t.meta.cached}
+        return {
+            "s": dt,
+            "events": len(t),
+            "rss_mb": _rss_mb(),
+            "worker_rss_mb": _child_rss_mb(),
+            "cached": t.meta.cached,
+        }
     if kind == "hta":
         from hta.trace_analysis import TraceAnalysis  # type: ignore[import-not-found]
 
@@ -206,7 +221,8 @@ def main() -> int:
 
     head = (
         f"{'file':42} {'events':>9} {'MB':>7} {'opscope s':>9} {'orjson s':>9} {'HTA s':>8} "
-        f"{'ops/orj':>7} {'HTA/ops':>7} {'RSS ops':>8} {'RSS orj':>8} {'RSS HTA':>8} "
+        f"{'ops/orj':>7} {'HTA/ops':>7} {'RSS ops':>8} {'RSS wrk':>8} {'RSS orj':>8} "
+        f"{'RSS HTA':>8} "
         f"{'reopen s':>8} {'ingest/reopen':>13}"
     )
     print()
@@ -220,7 +236,8 @@ def main() -> int:
         print(
             f"{path.name[:42]:42} {f(o, 'events', '{:d}'):>9} {mb:7.1f} {f(o, 's'):>9} "
             f"{f(j, 's'):>9} {f(h, 's'):>8} {ratio:>7} {hta_ratio:>7} "
-            f"{f(o, 'rss_mb', '{:.0f}'):>8} {f(j, 'rss_mb', '{:.0f}'):>8} "
+            f"{f(o, 'rss_mb', '{:.0f}'):>8} {f(o, 'worker_rss_mb', '{:.0f}'):>8} "
+            f"{f(j, 'rss_mb', '{:.0f}'):>8} "
             f"{f(h, 'rss_mb', '{:.0f}'):>8} {f(reopen, 's'):>8} {re_ratio:>13}"
         )
         if fill:

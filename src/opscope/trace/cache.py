@@ -4,7 +4,8 @@ Layout: ``<cache dir>/traces/<key>.parquet`` plus ``<key>.json`` (the file's
 :class:`~opscope.trace.model.TraceMeta` fields, the row count and the key).  The cache dir is
 ``$OPSCOPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/opscope``, else ``~/.cache/opscope``.
 
-The key is a SHA-256 hash of the file's bytes (as stored, compressed or not) together with
+The key is a SHA-256 hash of the file's bytes (as stored, compressed or not; large files
+hashed in ranges on all cores, see :func:`content_key`) together with
 :data:`~opscope.trace.schema.EVENT_SCHEMA_VERSION` and the opscope version, so an edited file,
 a new schema or a new release never reads an old entry.  An entry is trusted only when both
 files decode, the key and row count recorded in the JSON match, and the Parquet schema is the
@@ -52,17 +53,51 @@ def _reader_digest() -> str:
     return h.hexdigest()[:16]
 
 
+_PARALLEL_HASH_BYTES = 64 << 20
+
+
+def _hash_range(path: Path, lo: int, hi: int) -> bytes:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        fh.seek(lo)
+        left = hi - lo
+        while left > 0:
+            block = fh.read(min(left, 1 << 22))
+            if not block:
+                raise OSError(f"{path}: changed while being read")
+            h.update(block)  # releases the GIL: the ranges hash in parallel
+            left -= len(block)
+    return h.digest()
+
+
 def content_key(path: Path) -> str:
     """The cache key of a trace file: its content, the schema version, the opscope version and
-    the trace reader's own code."""
+    the trace reader's own code.
+
+    Every byte counts.  Files above 64 MiB are hashed as a few equal ranges in threads (SHA-256
+    of each range, then of the size and the ranges' digests), so a 1 GB file hashes on all
+    cores; below that, one SHA-256 of the bytes.
+    """
     h = hashlib.sha256()  # SHA extensions make it the fastest of hashlib on x86
     h.update(f"opscope {__version__} schema {EVENT_SCHEMA_VERSION} {_reader_digest()}\n".encode())
-    with path.open("rb") as fh:
-        while True:
-            block = fh.read(1 << 22)
-            if not block:
-                break
-            h.update(block)
+    size = path.stat().st_size
+    n = min(os.cpu_count() or 1, 8)
+    if size < _PARALLEL_HASH_BYTES or n < 2:
+        with path.open("rb") as fh:
+            while True:
+                block = fh.read(1 << 22)
+                if not block:
+                    break
+                h.update(block)
+        return h.hexdigest()
+    from concurrent.futures import ThreadPoolExecutor
+
+    cuts = [size * i // n for i in range(n + 1)]
+    with ThreadPoolExecutor(n) as pool:
+        digests = list(pool.map(lambda i: _hash_range(path, cuts[i], cuts[i + 1]), range(n)))
+    h.update(f"ranges {size} {n}\n".encode())
+    for d in digests:
+        h.update(d)
     return h.hexdigest()
 
 
@@ -86,7 +121,7 @@ def get(key: str) -> tuple[pa.Table, dict[str, Any]] | None:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if not isinstance(meta, dict) or meta.get("key") != key:
             raise ValueError("key mismatch")
-        table = pq.read_table(table_path)
+        table = pq.read_table(table_path, memory_map=True)
         if not table.schema.equals(EVENT_SCHEMA, check_metadata=False):
             raise ValueError("schema mismatch")
         if table.num_rows != meta.get("rows"):

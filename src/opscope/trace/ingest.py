@@ -19,7 +19,6 @@ with a ``neuron/`` folder holding any of them).
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
@@ -33,11 +32,10 @@ import pyarrow as pa
 
 from opscope.errors import TraceError
 from opscope.trace import cache as _cache
-from opscope.trace.jsonstream import EventStream
-from opscope.trace.kineto import KinetoBuilder, KinetoParse, NeedsQuoting, as_int
+from opscope.trace import kineto
+from opscope.trace.kineto import KinetoParse, as_int
 from opscope.trace.link import Links, link, null_if_negative
 from opscope.trace.model import Trace, TraceMeta
-from opscope.trace.readers import ByteStream
 from opscope.trace.schema import EVENT_SCHEMA
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
@@ -172,34 +170,9 @@ def ingest_file(path: Path, *, max_bytes: int | None = None) -> FilePart:
 
 
 def parse_file(path: Path, *, max_bytes: int | None = None) -> tuple[KinetoParse, list[str]]:
-    """Stream and convert one Kineto file, not linked: its columns and the reader's warnings."""
-    data = ByteStream(path, max_bytes)
-    stream = EventStream(data, str(path))
-    builder = KinetoBuilder()
-    # the decoded events are acyclic: the cyclic collector only costs time while they live
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for events, piece in stream:
-            try:
-                builder.add(events, strict=piece is not None)
-            except NeedsQuoting:
-                # a double cannot hold this trace's timestamps: decode them as text from here on
-                stream.quote = True
-                assert piece is not None
-                again = stream.decode_piece(piece)
-                builder.add(again if again is not None else events)
-            del events, piece
-        parsed = builder.finish(stream.meta)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    warnings = []
-    if data.cut:
-        warnings.append(f"{path}: {data.cut}")
-    if stream.warning:
-        warnings.append(stream.warning)
-    return parsed, warnings
+    """Stream and convert one Kineto file, not linked: its columns and the reader's warnings
+    (large files are converted in worker processes; see :func:`kineto.parse_file`)."""
+    return kineto.parse_file(path, max_bytes=max_bytes)
 
 
 def _to_part(parsed: KinetoParse, warnings: list[str], origin: str) -> FilePart:

@@ -89,6 +89,51 @@ def _try(data: bytes) -> Any | None:
         return None
 
 
+def decode_piece(piece: bytes, quote: bool) -> list[Any] | None:
+    """Decode a run of events (``piece`` holds them comma-separated, without brackets)."""
+    data = b"[" + piece + b"]"
+    if quote:
+        data = quote_long_timestamps(data)
+    doc = _try(data)
+    return doc if isinstance(doc, list) else None
+
+
+def decode_tail(
+    rest: bytes, form: str, quote: bool
+) -> tuple[list[Any] | None, dict[str, Any], bool, bool]:
+    """The bytes after the last run: ``(events, keys after the array, cut, quoted)``.
+
+    ``events`` is None when the document holds no event list there; ``cut`` says the document
+    was cut short (or broken near the end) and ``events`` are the complete ones before the cut.
+    """
+    head = b'{"traceEvents":[' if form == "object" else b"["
+    data = head + rest
+    if LONG_TS.search(data):
+        quote = True
+        data = quote_long_timestamps(data)
+    doc = _try(data)
+    if form == "object" and isinstance(doc, dict):
+        events = doc.pop("traceEvents", [])
+        return (events if isinstance(events, list) else None), doc, False, quote
+    if form == "array" and isinstance(doc, list):
+        return doc, {}, False, quote
+    # cut short (or broken near the end): keep the complete events before the cut
+    kept: list[Any] = []
+    hi = len(rest)
+    for _ in range(2000):
+        j = rest.rfind(b"}", 0, hi)
+        if j < 0:
+            break
+        hi = j
+        if not _CLOSE_AT.match(rest, j):
+            continue
+        got = decode_piece(rest[: j + 1], quote)
+        if got is not None:
+            kept = got
+            break
+    return kept, {}, True, quote
+
+
 class EventStream:
     """Split one document's ``traceEvents`` into decoded runs (see module docstring)."""
 
@@ -119,14 +164,11 @@ class EventStream:
 
     def decode_piece(self, piece: bytes) -> list[Any] | None:
         """Decode a run of events (``piece`` holds them comma-separated, without brackets)."""
-        data = b"[" + piece + b"]"
-        if self.quote:
-            data = quote_long_timestamps(data)
-        doc = _try(data)
-        return doc if isinstance(doc, list) else None
+        return decode_piece(piece, self.quote)
 
-    def __iter__(self) -> Iterator[tuple[list[Any], bytes | None]]:
-        buf = bytearray()
+    def _head(self, buf: bytearray) -> int | None:
+        """Read up to the first event: its position in ``buf``, or None when the document must
+        be decoded whole (metadata too large, an unusual layout)."""
         # the head: skip whitespace and a byte-order mark, find where the events begin
         while not buf.strip() and self._read(buf):
             pass
@@ -138,8 +180,8 @@ class EventStream:
         lead = buf[start : start + 1]
         if lead == b"[":
             self.form = "array"
-            pos = start + 1
-        elif lead == b"{":
+            return start + 1
+        if lead == b"{":
             m = _EVENTS_KEY.search(buf, start)
             while m is None and len(buf) < _HEAD_LIMIT and self._read(buf):
                 m = _EVENTS_KEY.search(buf, max(start, len(buf) - _HEAD_LIMIT))
@@ -150,16 +192,54 @@ class EventStream:
                     text = text[:-1]
                 prefix_meta = _try(text + b"}")
             if not isinstance(prefix_meta, dict):
-                yield from self._whole(buf)
-                return
+                return None
             assert m is not None
             self.meta.update(prefix_meta)
-            pos = m.end()
-        else:
-            raise TraceError(
-                f"{self.origin}: not JSON (starts with {bytes(buf[start : start + 16])!r})"
-            )
+            return m.end()
+        raise TraceError(
+            f"{self.origin}: not JSON (starts with {bytes(buf[start : start + 16])!r})"
+        )
 
+    def split(self) -> Iterator[tuple[str, Any]]:
+        """The document in undecoded runs, for callers that decode elsewhere (worker processes).
+
+        Yields ``("piece", bytes)`` for each guessed run (comma-separated events without
+        brackets: :meth:`decode_piece` tells whether the guess holds), then ``("tail", bytes)``
+        for the rest (see :func:`decode_tail`); or ``("events", list)`` once when the document
+        had to be decoded whole.  Run boundaries are the ones :meth:`__iter__` guesses first;
+        a caller whose piece does not decode must start again with :meth:`__iter__`.
+        """
+        buf = bytearray()
+        pos = self._head(buf)
+        if pos is None:
+            for events, _ in self._whole(buf):
+                yield "events", events
+            return
+        need = self.chunk_bytes
+        while True:
+            while len(buf) - pos < need and self._read(buf):
+                pass
+            if self._eof:
+                break
+            k = self._last_split(buf, pos, len(buf))
+            if k < 0:
+                need *= 2  # one event larger than the run: read more
+                continue
+            yield "piece", b"".join((memoryview(buf)[pos : k + 1],))
+            m2 = _SPLIT_AT.match(buf, k)
+            assert m2 is not None
+            del buf[: m2.end() - 1]
+            pos = 0
+            need = self.chunk_bytes
+        yield "tail", bytes(buf[pos:])
+
+    def __iter__(self) -> Iterator[tuple[list[Any], bytes | None]]:
+        buf = bytearray()
+        head = self._head(buf)
+        if head is None:
+            yield from self._whole(buf)
+            return
+        pos = head
         need = self.chunk_bytes
         while True:
             while len(buf) - pos < need and self._read(buf):
@@ -202,38 +282,18 @@ class EventStream:
 
     def _tail(self, rest: bytes) -> Iterator[tuple[list[Any], bytes | None]]:
         """The last run: its events, the keys after the array, or a recovery from a cut."""
-        head = b'{"traceEvents":[' if self.form == "object" else b"["
-        data = head + rest
-        if LONG_TS.search(data):
-            self.quote = True
-            data = quote_long_timestamps(data)
-        doc = _try(data)
-        if self.form == "object" and isinstance(doc, dict):
-            events = doc.pop("traceEvents", [])
-            self.meta.update(doc)
-            if isinstance(events, list):
-                self.events_seen += len(events)
-                yield events, None
+        events, meta, cut, quoted = decode_tail(rest, self.form, self.quote)
+        self.quote = self.quote or quoted
+        self.end(len(events) if events is not None else 0, meta, cut)
+        if events is not None and (events or not cut):
+            yield events, None
+
+    def end(self, n_events: int, meta: dict[str, Any], cut: bool) -> None:
+        """Account for the tail (see :func:`decode_tail`): count, keys, the cut warning."""
+        self.meta.update(meta)
+        self.events_seen += n_events
+        if not cut:
             return
-        if self.form == "array" and isinstance(doc, list):
-            self.events_seen += len(doc)
-            yield doc, None
-            return
-        # cut short (or broken near the end): keep the complete events before the cut
-        kept: list[Any] = []
-        hi = len(rest)
-        for _ in range(2000):
-            j = rest.rfind(b"}", 0, hi)
-            if j < 0:
-                break
-            hi = j
-            if not _CLOSE_AT.match(rest, j):
-                continue
-            got = self.decode_piece(rest[: j + 1])
-            if got is not None:
-                kept = got
-                break
-        self.events_seen += len(kept)
         if self.events_seen == 0:
             raise TraceError(f"{self.origin}: invalid JSON (no complete trace event in it)")
         lost_meta = " (keys written after the events, such as baseTimeNanoseconds, are lost)"
@@ -242,8 +302,6 @@ class EventStream:
             f"{self.events_seen} complete events from the first {self.bytes_read} bytes"
             + (lost_meta if self.form == "object" else "")
         )
-        if kept:
-            yield kept, None
 
     def _whole(self, buf: bytearray) -> Iterator[tuple[list[Any], bytes | None]]:
         """Decode the document in one go (metadata too large, or an unusual layout)."""

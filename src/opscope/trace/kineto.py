@@ -23,7 +23,9 @@ from the text as strings (the caller re-decodes a run with them quoted, see
 Speed: the per-field work is done by Arrow/NumPy over whole runs; ``args`` are serialised with
 one ``orjson.dumps`` call per run (see :func:`_dump_args`).  Any run that does not fit the fast
 path (mixed types, huge integers, strings where numbers belong) falls back, per field, to exact
-per-value Python code.
+per-value Python code.  A run converts without cross-run state (:func:`convert_run`), so
+:func:`parse_file` converts the runs of a large file in worker processes and merges them in
+file order (:meth:`KinetoBuilder.merge`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import repeat
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -213,16 +217,17 @@ def _times_ns(
     return out, bad
 
 
-def _arg_ints(args: list[Any], keys: tuple[str, ...], blob: bytes) -> pa.Array:
+def _arg_ints(args: list[dict[str, Any]], keys: tuple[str, ...], blob: bytes) -> pa.Array:
     """The first of ``keys`` present in each ``args`` dict, as int64 (null when absent/bad).
 
-    ``blob`` is the run's serialised args: a spelling that never occurs in it costs no pass.
+    ``args`` are dicts (``{}`` where an event has none).  ``blob`` is the run's serialised
+    args: a spelling that never occurs in it costs no pass.
     """
     out: pa.Array | None = None
     for i, k in enumerate(keys):
         if i and f'"{k}"'.encode() not in blob:
             continue
-        vals = [a.get(k) if type(a) is dict else None for a in args]
+        vals = list(map(dict.get, args, repeat(k)))
         inferred = _infer(vals)
         ints = None
         if inferred is not None and (
@@ -235,7 +240,7 @@ def _arg_ints(args: list[Any], keys: tuple[str, ...], blob: bytes) -> pa.Array:
             arr = pa.array([as_int(v) for v in vals], pa.int64())
         if i:
             # a later spelling counts only where no earlier one is present at all
-            present = pa.array([type(a) is dict and any(p in a for p in keys[:i]) for a in args])
+            present = pa.array([any(p in a for p in keys[:i]) for a in args])
             arr = pc.if_else(present, pa.scalar(None, pa.int64()), arr)
         out = arr if out is None else pc.coalesce(out, arr)
     assert out is not None
@@ -260,15 +265,14 @@ def _dump_args(args: list[Any]) -> tuple[pa.Array, bytes]:
     One ``orjson.dumps`` over the whole run, with a sentinel string between the items, then one
     split: the per-item call overhead is what dominated.  The sentinel holds control characters
     that orjson escapes; if a trace ever contains it, the piece count is off and we dump item
-    by item instead.
+    by item instead.  Which items are non-empty dicts is read off the text (a dict's starts
+    with ``{``, an empty one is ``{}``); the text of the null items stays under their null
+    slots, which Arrow allows and nothing reads.
     """
     n = len(args)
-    keep = [type(a) is dict and len(a) > 0 for a in args]
-    vals = [a if k else None for a, k in zip(args, keep, strict=True)]
-    mask = np.fromiter(keep, dtype=bool, count=n)
     try:
         inter: list[Any] = [_SENTINEL] * (2 * n)
-        inter[::2] = vals
+        inter[::2] = args
         big = orjson.dumps(inter)
         del inter
         body = big[1:-1]
@@ -282,10 +286,12 @@ def _dump_args(args: list[Any]) -> tuple[pa.Array, bytes]:
         del body
         if len(parts) == n:
             lengths = np.fromiter(map(len, parts), dtype=np.int64, count=n)
-            lengths[~mask] = 0
             offsets = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
-            blob = b"".join(p for p, k in zip(parts, keep, strict=True) if k)
+            blob = b"".join(parts)
+            del parts
+            text = np.frombuffer(blob, dtype=np.uint8)
+            mask = (lengths > 2) & (text[offsets[:-1]] == ord("{"))  # every text has 2+ bytes
             validity = pa.array(mask).buffers()[1] if not mask.all() else None
             arr = pa.LargeStringArray.from_buffers(
                 n,
@@ -297,6 +303,7 @@ def _dump_args(args: list[Any]) -> tuple[pa.Array, bytes]:
             return arr, blob
     except (TypeError, orjson.JSONEncodeError):
         pass
+    keep = [type(a) is dict and len(a) > 0 for a in args]
     texts = [_dump_one(a) if k else None for a, k in zip(args, keep, strict=True)]
     return pa.array(texts, pa.string()), "".join(t for t in texts if t).encode()
 
@@ -329,6 +336,179 @@ RAW_COLUMNS = (
 )
 
 
+def _field(events: list[dict[str, Any]], key: str) -> list[Any]:
+    """``[e.get(key) for e in events]`` without a Python-level loop."""
+    return list(map(dict.get, events, repeat(key)))
+
+
+def _timed_batch(
+    events: list[dict[str, Any]],
+    start: np.ndarray,
+    bad_ts: np.ndarray,
+    dur_override: np.ndarray | None,
+) -> tuple[pa.RecordBatch, list[tuple[str, int]]]:
+    """Timed events -> their batch (bad rows dropped) and the skip counts, in counting order."""
+    if dur_override is None:
+        dur, bad_dur = _times_ns(_field(events, "dur"), missing_ok=True)
+    else:
+        dur, bad_dur = dur_override, np.zeros(len(events), dtype=bool)
+    neg = (dur < 0) & ~bad_dur
+    bad = bad_ts | bad_dur | neg
+    args = _field(events, "args")
+    args_text, blob = _dump_args(args)
+    dict_args = [a if type(a) is dict else _NO_ARGS for a in args]
+    batch = pa.record_batch(
+        [
+            _str_array(_field(events, "cat")),
+            _str_array(_field(events, "name")),
+            _id_str_array(_field(events, "pid")),
+            _id_str_array(_field(events, "tid")),
+            pa.array(start, pa.int64()),
+            pa.array(dur, pa.int64()),
+            _arg_ints(dict_args, _CORRELATION_KEYS, blob),
+            _arg_ints(dict_args, _EXTERNAL_KEYS, blob),
+            args_text,
+        ],
+        names=list(RAW_COLUMNS),
+    )
+    skips: list[tuple[str, int]] = []
+    if bad.any():
+        missing = np.fromiter(("ts" not in e for e in events), dtype=bool, count=len(events))
+        skips = [
+            ("no ts", int((bad_ts & missing).sum())),
+            ("unreadable ts or dur", int(((bad_ts & ~missing) | bad_dur).sum())),
+            ("negative duration", int((neg & ~bad_ts).sum())),
+        ]
+        batch = batch.filter(pa.array(~bad))
+    return batch, skips
+
+
+def _flow_batch(
+    flows: list[dict[str, Any]], ts: np.ndarray, bad: np.ndarray
+) -> tuple[pa.RecordBatch | None, int]:
+    """Flow events -> their batch (None when no flow category is kept) and the rows dropped."""
+    cats = _str_array(_field(flows, "cat"))
+    keep = np.asarray(
+        pc.is_in(cats, pa.array(sorted(_FLOW_CATS))).to_numpy(zero_copy_only=False),
+        dtype=bool,
+    )
+    if not keep.any():
+        return None, 0
+    if not keep.all():
+        flows = [f for f, k in zip(flows, keep.tolist(), strict=True) if k]
+        cats = cats.filter(pa.array(keep))
+    ts, bad = ts[keep], bad[keep].copy()
+    ids = []
+    for e in flows:
+        v = e.get("id")
+        if v is None:
+            v = e.get("bind_id")
+        ids.append(v)
+    inferred = _infer(ids)
+    ints = (
+        _to_np_int(inferred)
+        if inferred is not None
+        and (pa.types.is_integer(inferred.type) or pa.types.is_null(inferred.type))
+        else None
+    )
+    if inferred is not None and ints is not None:
+        ida = pa.array(ints, pa.int64(), mask=_null_mask(inferred, False))
+    else:
+        ida = pa.array([as_int(v) for v in ids], pa.int64())
+    bad |= np.asarray(ida.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    batch = pa.record_batch(
+        [
+            ida,
+            _str_array(_field(flows, "ph")),
+            cats,
+            _id_str_array(_field(flows, "pid")),
+            _id_str_array(_field(flows, "tid")),
+            pa.array(ts, pa.int64()),
+        ],
+        names=["id", "ph", "cat", "pid", "tid", "ts_ns"],
+    )
+    n_bad = int(bad.sum())
+    if n_bad:
+        batch = batch.filter(pa.array(~bad))
+    return batch, n_bad
+
+
+@dataclass
+class RunParts:
+    """One run of events converted without any cross-run state (a worker process can do it).
+
+    :meth:`KinetoBuilder.merge` applies it: the stateful parts (B/E matching, names, the order
+    in which skip reasons are first counted) are replayed there, in file order.
+    """
+
+    count: int  # events in the run, objects or not
+    dropped: int  # not objects
+    timed: pa.RecordBatch | None  # the X events
+    timed_skips: list[tuple[str, int]]
+    # M, B and E events in file order: (row, ph, event, ts_ns, ts_bad); and the untimed or
+    # unknown phases: (first row, reason, count)
+    others: list[tuple[int, str, dict[str, Any], int, bool]]
+    reasons: list[tuple[int, str, int]]
+    flows: pa.RecordBatch | None
+    flows_bad: int
+
+
+def convert_run(events: list[Any], strict: bool = False) -> RunParts:
+    """Convert one run of decoded events (see :meth:`KinetoBuilder.add`)."""
+    count = len(events)
+    dropped = 0
+    if not all(type(e) is dict for e in events):
+        events = [e for e in events if type(e) is dict]
+        dropped = count - len(events)
+    n = len(events)
+    ts_all, ts_bad = _times_ns(_field(events, "ts"), missing_ok=False, strict=strict)
+    parts = RunParts(count, dropped, None, [], [], [], None, 0)
+    if n == 0:
+        return parts
+    ph_arr = _str_array(_field(events, "ph"), "")
+    is_x = np.asarray(pc.equal(ph_arr, "X").to_numpy(zero_copy_only=False), dtype=bool)
+    if is_x.all():
+        parts.timed, parts.timed_skips = _timed_batch(events, ts_all, ts_bad, None)
+        return parts
+    x_rows = np.flatnonzero(is_x)
+    if len(x_rows):
+        parts.timed, parts.timed_skips = _timed_batch(
+            [events[i] for i in x_rows.tolist()], ts_all[x_rows], ts_bad[x_rows], None
+        )
+    rows = np.flatnonzero(~is_x)
+    ph = ph_arr.take(pa.array(rows))
+    is_flow = np.asarray(pc.is_in(ph, _FLOW_PHASES).to_numpy(zero_copy_only=False), dtype=bool)
+    is_other = np.asarray(pc.is_in(ph, _STATE_PHASES).to_numpy(zero_copy_only=False), dtype=bool)
+    rest = ~(is_flow | is_other)
+    if is_other.any():
+        o_rows = rows[is_other].tolist()
+        o_ph = ph.filter(pa.array(is_other)).to_pylist()
+        parts.others = [
+            (i, p, events[i], int(ts_all[i]), bool(ts_bad[i]))
+            for i, p in zip(o_rows, o_ph, strict=True)
+        ]
+    if rest.any():
+        r_rows = rows[rest]
+        r_ph = ph.filter(pa.array(rest)).to_pylist()
+        first: dict[str, tuple[int, int]] = {}
+        for i, p in zip(r_rows.tolist(), r_ph, strict=True):
+            reason = f"untimed event (ph {p})" if p in _UNTIMED else "unknown phase"
+            seen = first.get(reason)
+            first[reason] = (i, 1) if seen is None else (seen[0], seen[1] + 1)
+        parts.reasons = sorted((i, reason, c) for reason, (i, c) in first.items())
+    if is_flow.any():
+        f_rows = rows[is_flow]
+        parts.flows, parts.flows_bad = _flow_batch(
+            [events[i] for i in f_rows.tolist()], ts_all[f_rows], ts_bad[f_rows]
+        )
+    return parts
+
+
+_NO_ARGS: dict[str, Any] = {}
+_FLOW_PHASES = pa.array(["f", "s", "t"])
+_STATE_PHASES = pa.array(["B", "E", "M"])
+
+
 @dataclass
 class KinetoBuilder:
     """Accumulates runs of events; :meth:`finish` returns the :class:`KinetoParse`."""
@@ -348,51 +528,42 @@ class KinetoBuilder:
         ``strict``: raise :class:`NeedsQuoting` (before changing any state) when the run's
         timestamps need decoding from text; the caller decodes the run again with them quoted.
         """
-        if not events:
+        if events:
+            self.merge(convert_run(events, strict))
+
+    def merge(self, parts: RunParts) -> None:
+        """Apply one converted run, in file order."""
+        if not parts.count:
             return
-        dropped = 0
-        if not all(type(e) is dict for e in events):
-            before = len(events)
-            events = [e for e in events if type(e) is dict]
-            dropped = before - len(events)
-        n = len(events)
-        ts_all, ts_bad = _times_ns([e.get("ts") for e in events], missing_ok=False, strict=strict)
-        self.skipped["not an object"] += dropped
-        if n == 0:
-            return
-        ph_arr = _str_array([e.get("ph") for e in events], "")
-        is_x = np.asarray(pc.equal(ph_arr, "X").to_numpy(zero_copy_only=False), dtype=bool)
-        if is_x.all():
-            self._timed(events, ts_all, ts_bad, None)
-            return
-        x_rows = np.flatnonzero(is_x)
-        if len(x_rows):
-            self._timed([events[i] for i in x_rows.tolist()], ts_all[x_rows], ts_bad[x_rows], None)
-        ph = ph_arr.to_pylist()
-        flow_rows: list[int] = []
+        self.skipped["not an object"] += parts.dropped
+        if parts.timed is not None:
+            for reason, c in parts.timed_skips:
+                self.skipped[reason] += c
+            self.chunks.append(parts.timed)
         merged: list[dict[str, Any]] = []
         merged_start: list[int] = []
         merged_dur: list[int] = []
-        for i in np.flatnonzero(~is_x).tolist():
-            ev = events[i]
-            p = ph[i]
-            if p in ("s", "f", "t"):
-                flow_rows.append(i)
-            elif p == "M":
+        reasons = iter(parts.reasons)
+        nxt = next(reasons, None)
+        for i, p, ev, ts, ts_bad in parts.others:
+            while nxt is not None and nxt[0] < i:
+                self.skipped[nxt[1]] += nxt[2]
+                nxt = next(reasons, None)
+            if p == "M":
                 self._metadata(ev)
             elif p == "B":
-                if ts_bad[i]:
+                if ts_bad:
                     self.skipped["begin without a usable ts"] += 1
                     continue
                 key = (_clean_str(ev.get("pid"), ""), _clean_str(ev.get("tid"), ""))
-                self.open_begins.setdefault(key, []).append((ev, int(ts_all[i])))
-            elif p == "E":
+                self.open_begins.setdefault(key, []).append((ev, ts))
+            else:  # "E"
                 key = (_clean_str(ev.get("pid"), ""), _clean_str(ev.get("tid"), ""))
                 stack = self.open_begins.get(key)
                 if not stack:
                     self.skipped["end without begin"] += 1
                     continue
-                if ts_bad[i]:
+                if ts_bad:
                     self.skipped["end without a usable ts"] += 1
                     continue
                 begin, start = stack.pop()
@@ -403,21 +574,24 @@ class KinetoBuilder:
                     m["args"] = {**(bargs if type(bargs) is dict else {}), **eargs}
                 merged.append(m)
                 merged_start.append(start)
-                merged_dur.append(max(0, int(ts_all[i]) - start))
-            elif p in _UNTIMED:
-                self.skipped[f"untimed event (ph {p})"] += 1
-            else:
-                self.skipped["unknown phase"] += 1
+                merged_dur.append(max(0, ts - start))
+        while nxt is not None:
+            self.skipped[nxt[1]] += nxt[2]
+            nxt = next(reasons, None)
         if merged:
-            self._timed(
+            batch, skips = _timed_batch(
                 merged,
                 np.asarray(merged_start, dtype=np.int64),
                 np.zeros(len(merged), dtype=bool),
                 np.asarray(merged_dur, dtype=np.int64),
             )
-        if flow_rows:
-            rows = np.asarray(flow_rows, dtype=np.int64)
-            self._flows([events[i] for i in flow_rows], ts_all[rows], ts_bad[rows])
+            for reason, c in skips:
+                self.skipped[reason] += c
+            self.chunks.append(batch)
+        if parts.flows is not None:
+            if parts.flows_bad:
+                self.skipped["flow without id or ts"] += parts.flows_bad
+            self.flow_chunks.append(parts.flows)
 
     def _metadata(self, ev: dict[str, Any]) -> None:
         name = ev.get("name")
@@ -430,77 +604,6 @@ class KinetoBuilder:
             self.process_names[pid] = _clean_str(label, "")
         elif name == "thread_name":
             self.thread_names[(pid, _clean_str(ev.get("tid"), ""))] = _clean_str(label, "")
-
-    def _timed(
-        self,
-        events: list[dict[str, Any]],
-        start: np.ndarray,
-        bad_ts: np.ndarray,
-        dur_override: np.ndarray | None,
-    ) -> None:
-        if dur_override is None:
-            dur, bad_dur = _times_ns([e.get("dur") for e in events], missing_ok=True)
-        else:
-            dur, bad_dur = dur_override, np.zeros(len(events), dtype=bool)
-        neg = (dur < 0) & ~bad_dur
-        bad = bad_ts | bad_dur | neg
-        args = [e.get("args") for e in events]
-        args_text, blob = _dump_args(args)
-        batch = pa.record_batch(
-            [
-                _str_array([e.get("cat") for e in events]),
-                _str_array([e.get("name") for e in events]),
-                _id_str_array([e.get("pid") for e in events]),
-                _id_str_array([e.get("tid") for e in events]),
-                pa.array(start, pa.int64()),
-                pa.array(dur, pa.int64()),
-                _arg_ints(args, _CORRELATION_KEYS, blob),
-                _arg_ints(args, _EXTERNAL_KEYS, blob),
-                args_text,
-            ],
-            names=list(RAW_COLUMNS),
-        )
-        if bad.any():
-            missing = np.fromiter(("ts" not in e for e in events), dtype=bool, count=len(events))
-            self.skipped["no ts"] += int((bad_ts & missing).sum())
-            self.skipped["unreadable ts or dur"] += int(((bad_ts & ~missing) | bad_dur).sum())
-            self.skipped["negative duration"] += int((neg & ~bad_ts).sum())
-            batch = batch.filter(pa.array(~bad))
-        self.chunks.append(batch)
-
-    def _flows(self, flows: list[dict[str, Any]], ts: np.ndarray, bad: np.ndarray) -> None:
-        cats = _str_array([e.get("cat") for e in flows])
-        keep = np.asarray(
-            pc.is_in(cats, pa.array(sorted(_FLOW_CATS))).to_numpy(zero_copy_only=False),
-            dtype=bool,
-        )
-        if not keep.any():
-            return
-        flows = [f for f, k in zip(flows, keep.tolist(), strict=True) if k]
-        ts, bad = ts[keep], bad[keep].copy()
-        ids = []
-        for e in flows:
-            v = e.get("id")
-            if v is None:
-                v = e.get("bind_id")
-            ids.append(as_int(v))
-        ida = pa.array(ids, pa.int64())
-        bad |= np.asarray(ida.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        batch = pa.record_batch(
-            [
-                ida,
-                _str_array([e.get("ph") for e in flows]),
-                _str_array([e.get("cat") for e in flows]),
-                _id_str_array([e.get("pid") for e in flows]),
-                _id_str_array([e.get("tid") for e in flows]),
-                pa.array(ts, pa.int64()),
-            ],
-            names=["id", "ph", "cat", "pid", "tid", "ts_ns"],
-        )
-        if bad.any():
-            self.skipped["flow without id or ts"] += int(bad.sum())
-            batch = batch.filter(pa.array(~bad))
-        self.flow_chunks.append(batch)
 
     def finish(self, meta: dict[str, Any]) -> KinetoParse:
         """Apply the document's base time, classify and lay out lanes."""
@@ -639,3 +742,240 @@ def parse_kineto(doc: Any) -> KinetoParse:
     builder = KinetoBuilder()
     builder.add(events)
     return builder.finish(meta)
+
+
+# -- one file, its runs converted in worker processes -----------------------------------------
+
+# below this many bytes of events, starting processes costs more than it saves
+PARALLEL_MIN_BYTES = 12 << 20
+_MAX_WORKERS = 4
+
+
+def _batch_bytes(batch: pa.RecordBatch | None) -> bytes | None:
+    if batch is None:
+        return None
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return bytes(sink.getvalue())
+
+
+def _batch_from(data: Any) -> pa.RecordBatch | None:
+    if not isinstance(data, bytes):
+        return data  # None, or a batch converted in this process
+    with pa.ipc.open_stream(pa.py_buffer(data)) as reader:
+        return reader.read_next_batch()
+
+
+def _portable(parts: RunParts) -> RunParts:
+    """``parts`` with its batches as IPC bytes (cheaper to send between processes)."""
+    return RunParts(
+        parts.count,
+        parts.dropped,
+        _batch_bytes(parts.timed),
+        parts.timed_skips,
+        parts.others,
+        parts.reasons,
+        _batch_bytes(parts.flows),
+        parts.flows_bad,
+    )
+
+
+def _restored(parts: RunParts) -> RunParts:
+    parts.timed = _batch_from(parts.timed)
+    parts.flows = _batch_from(parts.flows)
+    return parts
+
+
+def _convert_piece(piece: bytes, quote: bool, portable: bool) -> tuple[RunParts, bool] | None:
+    """Decode and convert one guessed run; None when the guess was wrong (not an array).
+
+    Returns the parts and whether the run was decoded with long timestamps quoted.
+    """
+    from opscope.trace.jsonstream import decode_piece
+
+    events = decode_piece(piece, quote)
+    if events is None:
+        return None
+    try:
+        parts = convert_run(events, strict=True)
+    except NeedsQuoting:
+        # a double cannot hold this run's timestamps: decode them as text
+        again = decode_piece(piece, True)
+        parts = convert_run(again if again is not None else events)
+        quote = True
+    return (_portable(parts) if portable else parts), quote
+
+
+def _convert_tail(
+    rest: bytes, form: str, quote: bool, portable: bool
+) -> tuple[RunParts | None, int, dict[str, Any], bool, bool]:
+    """The tail (see :func:`~opscope.trace.jsonstream.decode_tail`), converted."""
+    from opscope.trace.jsonstream import decode_tail
+
+    events, meta, cut, quoted = decode_tail(rest, form, quote)
+    if events is None or (cut and not events):
+        return None, 0, meta, cut, quoted
+    parts = convert_run(events) if events else RunParts(0, 0, None, [], [], [], None, 0)
+    return (_portable(parts) if portable else parts), len(events), meta, cut, quoted
+
+
+def _workers(workers: int | None) -> int:
+    """Worker processes for one file: 0 where they cannot be forked or are nested."""
+    import multiprocessing
+    import os
+    import sys
+
+    if workers is None:
+        workers = min(os.cpu_count() or 1, _MAX_WORKERS)
+    if (
+        workers < 2
+        or not sys.platform.startswith("linux")
+        or multiprocessing.parent_process() is not None  # already a worker: no nesting
+    ):
+        return 0
+    return workers
+
+
+def parse_file(
+    path: Path, *, max_bytes: int | None = None, workers: int | None = None
+) -> tuple[KinetoParse, list[str]]:
+    """Stream and convert one Kineto file (not linked): its columns and the reader's warnings.
+
+    Runs are decoded and converted in ``workers`` forked processes (default: the CPU count, at
+    most 4) when the file holds more than :data:`PARALLEL_MIN_BYTES` of events; the parent
+    decompresses, cuts runs and merges the results in file order, so the outcome is the one
+    the sequential path gives.  A guessed cut that does not decode (the bytes of ``},{``
+    inside a string) makes the file go through the sequential path instead.
+    """
+    import gc
+
+    from opscope.trace.jsonstream import EventStream
+    from opscope.trace.readers import ByteStream
+
+    # the decoded events are acyclic: the cyclic collector only costs time while they live
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        n = _workers(workers)
+        if n:
+            data = ByteStream(path, max_bytes)
+            stream = EventStream(data, str(path))
+            got = _parse_pooled(stream, n)
+            if got is not None:
+                return got, _warnings(path, data, stream)
+        data = ByteStream(path, max_bytes)
+        stream = EventStream(data, str(path))
+        builder = KinetoBuilder()
+        for events, piece in stream:
+            try:
+                builder.add(events, strict=piece is not None)
+            except NeedsQuoting:
+                # a double cannot hold this trace's timestamps: decode them as text from here on
+                stream.quote = True
+                assert piece is not None
+                again = stream.decode_piece(piece)
+                builder.add(again if again is not None else events)
+            del events, piece
+        return builder.finish(stream.meta), _warnings(path, data, stream)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _warnings(path: Path, data: Any, stream: Any) -> list[str]:
+    warnings = []
+    if data.cut:
+        warnings.append(f"{path}: {data.cut}")
+    if stream.warning:
+        warnings.append(stream.warning)
+    return warnings
+
+
+def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
+    """:func:`parse_file` with worker processes; None: redo sequentially (a wrong cut)."""
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
+    from opscope.trace.jsonstream import LONG_TS
+
+    builder = KinetoBuilder()
+    pool: ProcessPoolExecutor | None = None
+    # (piece, quoted when submitted, its future); results are merged strictly in file order
+    pending: deque[tuple[bytes, bool, Future[Any]]] = deque()
+    held: list[bytes] = []  # runs read before deciding whether a pool pays
+    held_bytes = 0
+    quote = False
+
+    def merge(piece: bytes, asked: bool, result: tuple[RunParts, bool] | None) -> bool:
+        nonlocal quote
+        if result is None:
+            return False
+        parts, quoted = result
+        if quote and not quoted and not asked and LONG_TS.search(piece):
+            # an earlier run (still in flight when this one left) turned quoting on
+            redo = _convert_piece(piece, True, False)
+            if redo is None:
+                return False
+            parts, quoted = redo
+        quote = quote or quoted
+        stream.events_seen += parts.count
+        builder.merge(_restored(parts))
+        return True
+
+    def drain(limit: int) -> bool:
+        while len(pending) > limit:
+            piece, asked, fut = pending.popleft()
+            try:
+                result = fut.result()
+            except BrokenProcessPool:  # a worker died (killed for memory?): redo in-process
+                return False
+            if not merge(piece, asked, result):
+                return False
+        return True
+
+    try:
+        for kind, item in stream.split():
+            if kind == "events":  # decoded whole: nothing to share out
+                builder.add(item)
+                continue
+            if kind == "piece":
+                if pool is None:
+                    held.append(item)
+                    held_bytes += len(item)
+                    if held_bytes < PARALLEL_MIN_BYTES:
+                        continue
+                    pool = ProcessPoolExecutor(n_workers, mp_context=get_context("fork"))
+                    for p in held:
+                        pending.append((p, quote, pool.submit(_convert_piece, p, quote, True)))
+                    held = []
+                else:
+                    pending.append((item, quote, pool.submit(_convert_piece, item, quote, True)))
+                if not drain(2 * n_workers):
+                    return None
+                continue
+            # the tail
+            for p in held:
+                if not merge(p, quote, _convert_piece(p, quote, False)):
+                    return None
+            held = []
+            tail: Any
+            if pool is not None:
+                tail = pool.submit(_convert_tail, item, stream.form, quote, True)
+                if not drain(0):
+                    return None
+                tail = tail.result()
+            else:
+                tail = _convert_tail(item, stream.form, quote, False)
+            parts, n_events, meta, cut, _ = tail
+            stream.end(n_events, meta, cut)
+            if parts is not None:
+                builder.merge(_restored(parts))
+    finally:
+        if pool is not None:
+            for _, _, fut in pending:
+                fut.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+    return builder.finish(stream.meta)
