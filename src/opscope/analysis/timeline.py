@@ -49,22 +49,25 @@ class TimelineSummary:
         return asdict(self)
 
 
-def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Total length of the union of intervals [start, end)."""
+def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals [start, end) as sorted, disjoint (starts, ends)."""
     if len(starts) == 0:
-        return 0
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = np.argsort(starts, kind="stable")
     s = starts[order]
     e = np.maximum.accumulate(ends[order])
     # a new run starts where the interval begins after everything before it ended
-    new_run = np.empty(len(s), dtype=bool)
-    new_run[0] = True
-    new_run[1:] = s[1:] > e[:-1]
-    run_ids = np.cumsum(new_run) - 1
-    run_start = s[new_run]
-    run_end = np.zeros(run_ids[-1] + 1, dtype=np.int64)
-    np.maximum.at(run_end, run_ids, e)
-    return int((run_end - run_start).sum())
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > e[:-1]
+    idx = np.flatnonzero(new)
+    return s[idx], np.maximum.reduceat(e, idx)
+
+
+def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Total length of the union of intervals [start, end)."""
+    s, e = merge_intervals(starts, ends)
+    return int((e - s).sum())
 
 
 def _arr(t: pa.Table, name: str) -> np.ndarray:

@@ -47,24 +47,17 @@ def measure(
     clock: Callable[[], float] = time.perf_counter,
 ) -> Timing:
     """Time ``fn`` in steady state; see the module docstring."""
-    for _ in range(warmup):
-        fn()
-    synchronize()
-    number = calibrate(fn, synchronize, block_s=block_s, clock=clock)
-    samples: list[float] = []
-    start = clock()
-    while len(samples) < max_blocks:
-        t0 = clock()
-        for _ in range(number):
-            fn()
-        synchronize()
-        samples.append((clock() - t0) / number)
-        spent = clock() - start
-        if len(samples) >= min_blocks and spent >= min_run_s:
-            break
-        if spent >= max_run_s and len(samples) >= 3:
-            break
-    return Timing(samples_s=tuple(samples), number=number, summary=summarize(samples))
+    return measure_interleaved(
+        {"fn": fn},
+        synchronize,
+        warmup=warmup,
+        block_s=block_s,
+        min_run_s=min_run_s,
+        min_blocks=min_blocks,
+        max_blocks=max_blocks,
+        max_run_s=max_run_s,
+        clock=clock,
+    )["fn"]
 
 
 def calibrate(

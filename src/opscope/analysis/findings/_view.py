@@ -304,21 +304,6 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals [start, end) as sorted, disjoint (starts, ends)."""
-    if len(starts) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.argsort(starts, kind="stable")
-    s = starts[order]
-    e = np.maximum.accumulate(ends[order])
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > e[:-1]
-    idx = np.flatnonzero(new)
-    run_end = np.maximum.reduceat(e, idx)
-    return s[idx], run_end
-
-
 DTYPE_BYTES = {
     "float": 4,
     "double": 8,

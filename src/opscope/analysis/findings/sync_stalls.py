@@ -41,12 +41,12 @@ from opscope.analysis.findings._view import (
     EventView,
     fmt_us,
     ids_evidence,
-    merge_intervals,
     severity,
     share,
     view,
 )
 from opscope.analysis.findings.base import Context, Finding, Rule
+from opscope.analysis.timeline import merge_intervals
 
 MIN_WALL_SHARE = 0.01
 MIN_IDLE_US = 20.0
