@@ -114,14 +114,37 @@ class Report:
         return self.window_steps[0] <= step <= self.window_steps[1]
 
 
+def _neff_names(trace: Trace, k: pa.Table) -> list[str]:
+    """On Neuron every execution is ``nc_exec_running``: name it by the NEFF it ran."""
+    base = int(trace.events.column("id")[0].as_py()) if len(trace) else 0
+    rows = pc.subtract(k.column("id"), pa.scalar(base, pa.int64()))
+    out: list[str] = []
+    for name, args in zip(
+        k.column("name").cast(pa.string()).to_pylist(),
+        trace.events.column("args").take(rows).to_pylist(),
+        strict=True,
+    ):
+        model = None
+        if args:
+            try:
+                model = orjson.loads(args).get("model_name")
+            except (orjson.JSONDecodeError, AttributeError):
+                model = None
+        out.append(f"{name} [{model}]" if model else str(name))
+    return out
+
+
 def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[KernelRow]:
     k = select_window(trace.kernels, steps)
     k = k.filter(pc.not_equal(k.column("kind").cast(pa.string()), "annotation"))
     if k.num_rows == 0:
         return []
+    names = k.column("name").cast(pa.string())
+    if trace.device.kind == "neuron":
+        names = pa.chunked_array([_neff_names(trace, k)], pa.string())
     t = pa.table(
         {
-            "name": k.column("name").cast(pa.string()),
+            "name": names,
             "dur_ns": k.column("dur_ns"),
             "op_name": k.column("op_name").cast(pa.string()),
         }
