@@ -4,21 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from opscope.report.fmt import us
+from opscope.report.fmt import us3
 
 
 def study_table(shape: dict[str, Any], device: dict[str, Any]) -> Table:
     host = device.get("kind") == "cpu"
     dims = "×".join(map(str, shape["shape"]))
     t = Table(
+        box=box.SIMPLE_HEAD,  # no vertical rules: the eight columns fit a 100-column terminal
+        pad_edge=False,
         title=f"RMSNorm {dims} {shape['dtype']} on {device.get('name', device.get('kind'))}",
         title_justify="left",
         caption=(
-            "device = the CPU: device ops are the computing leaf ops that ran; device time is "
+            "device = the CPU: device ops are the computing leaf ops that ran, device time "
             "their execution"
             if host
             else None
@@ -45,15 +48,15 @@ def study_table(shape: dict[str, Any], device: dict[str, Any]) -> Table:
         elif v["name"] == "naive":
             numerics = Text("reference")
         elif v["numerics_ok"]:
-            numerics = Text(f"ok ({v['max_abs_err']:.1g})", style="green")
+            numerics = Text(f"ok {v['max_abs_err']:.0e}", style="green")
         else:
-            numerics = Text(f"DIFFERS ({v['max_abs_err']:.2g})", style="bold red")
+            numerics = Text(f"DIFFERS {v['max_abs_err']:.1e}", style="bold red")
         t.add_row(
             v["name"],
             "—" if v.get("device_ops") is None else str(v["device_ops"]),
-            us(v.get("device_us")),
-            us(v.get("cpu_us")),
-            f"{us(lat['median'])} ± {us(lat['iqr'])}" if lat else "—",
+            us3(v.get("device_us")),
+            us3(v.get("cpu_us")),
+            f"{us3(lat['median'])} ± {us3(lat['iqr'])}" if lat else "—",
             f"{v['speedup_vs_naive']:.2f}×" if v.get("speedup_vs_naive") else "—",
             f"{v['compile_s']:.1f} s" if v.get("compile_s") is not None else "—",
             numerics,
