@@ -118,7 +118,13 @@ def decode_tail(
     if form == "array" and isinstance(doc, list):
         return doc, {}, False, quote
     # cut short (or broken near the end): keep the complete events before the cut
-    kept: list[Any] = []
+    kept = last_complete_events(rest, quote)
+    return (kept if kept is not None else []), {}, True, quote
+
+
+def last_complete_events(rest: bytes, quote: bool) -> list[Any] | None:
+    """The complete events of an array cut short: walk back over closing braces (bounded, so
+    garbage cannot hang us) until the bytes before one decode as a run of events."""
     hi = len(rest)
     for _ in range(2000):
         j = rest.rfind(b"}", 0, hi)
@@ -129,9 +135,8 @@ def decode_tail(
             continue
         got = decode_piece(rest[: j + 1], quote)
         if got is not None:
-            kept = got
-            break
-    return kept, {}, True, quote
+            return got
+    return None
 
 
 class EventStream:
@@ -351,21 +356,12 @@ class EventStream:
         meta = _try(text.lstrip() + b"}")
         if not isinstance(meta, dict):
             return None
-        rest = data[m.end() :]
-        hi = len(rest)
-        for _ in range(2000):
-            j = rest.rfind(b"}", 0, hi)
-            if j < 0:
-                break
-            hi = j
-            if not _CLOSE_AT.match(rest, j):
-                continue
-            got = self.decode_piece(rest[: j + 1])
-            if got is not None:
-                meta["traceEvents"] = got
-                self.warning = (
-                    f"{self.origin}: the trace is cut short (a profiler killed mid-write?); "
-                    f"recovered {len(got)} complete events"
-                )
-                return meta
-        return None
+        got = last_complete_events(data[m.end() :], self.quote)
+        if got is None:
+            return None
+        meta["traceEvents"] = got
+        self.warning = (
+            f"{self.origin}: the trace is cut short (a profiler killed mid-write?); "
+            f"recovered {len(got)} complete events"
+        )
+        return meta
