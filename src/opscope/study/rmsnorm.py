@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from opscope.bench.compare import VariantOutcome
 from opscope.errors import OpscopeError
 
 if TYPE_CHECKING:
     from opscope.analysis.report import Report
-    from opscope.bench.compare import VariantOutcome
 
 EPS = 1e-6
 DEFAULT_SHAPES: tuple[tuple[tuple[int, ...], str], ...] = (
@@ -89,65 +89,40 @@ def parse_shape(text: str) -> tuple[tuple[int, ...], str]:
     return dims, dtype
 
 
-@dataclass
-class VariantResult:
-    name: str
-    device_ops: int | None = None
-    device_us: float | None = None
-    cpu_us: float | None = None
-    latency_us: dict[str, Any] | None = None  # median, iqr, ci95, blocks, calls_per_block
-    compile_s: float | None = None
-    numerics: dict[str, Any] | None = None
-    speedup_vs_naive: float | None = None
-    run_dir: str | None = None
-    error: str | None = None
-    compile: dict[str, Any] | None = None
-    speedup_ci95: tuple[float, float] | None = None
-    verdict: str | None = None
-
-    @property
-    def numerics_ok(self) -> bool:
-        return bool(self.numerics and self.numerics.get("ok"))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "device_ops": self.device_ops,
-            "device_us": self.device_us,
-            "cpu_us": self.cpu_us,
-            "latency_us": None
-            if self.latency_us is None
-            else {
-                "median": self.latency_us["median"],
-                "iqr": self.latency_us["iqr"],
-                "ci95": self.latency_us.get("ci95"),
-            },
-            "compile_s": self.compile_s,
-            "numerics_ok": self.numerics_ok,
-            "max_abs_err": None if self.numerics is None else self.numerics["max_abs_err"],
-            "max_rel_err": None if self.numerics is None else self.numerics["max_rel_err"],
-            "speedup_vs_naive": self.speedup_vs_naive,
-            "speedup_ci95": None if self.speedup_ci95 is None else list(self.speedup_ci95),
-            "verdict": self.verdict,
-            "run_dir": self.run_dir,
-            "error": self.error,
-        }
+def demo_row(o: VariantOutcome) -> dict[str, Any]:
+    """One variant of a comparison as the ``opscope.demo/1`` document writes it."""
+    return {
+        "name": o.name,
+        "device_ops": o.device_ops,
+        "device_us": o.device_us,
+        "cpu_us": o.cpu_us,
+        "latency_us": o.latency_us(),
+        "compile_s": o.compile_s,
+        "numerics_ok": o.numerics_ok,
+        "max_abs_err": None if o.numerics is None else o.numerics["max_abs_err"],
+        "max_rel_err": None if o.numerics is None else o.numerics["max_rel_err"],
+        "speedup_vs_naive": o.speedup,
+        "speedup_ci95": None if o.speedup_ci95 is None else list(o.speedup_ci95),
+        "verdict": o.verdict,
+        "run_dir": o.run_dir,
+        "error": o.error,
+    }
 
 
 @dataclass
 class ShapeResult:
     shape: tuple[int, ...]
     dtype: str
-    variants: list[VariantResult] = field(default_factory=list)
+    variants: list[VariantOutcome] = field(default_factory=list)
 
-    def variant(self, name: str) -> VariantResult | None:
+    def variant(self, name: str) -> VariantOutcome | None:
         return next((v for v in self.variants if v.name == name), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "shape": list(self.shape),
             "dtype": self.dtype,
-            "variants": [v.to_dict() for v in self.variants],
+            "variants": [demo_row(v) for v in self.variants],
         }
 
 
@@ -181,8 +156,8 @@ def reading(result: StudyResult) -> list[str]:
         bad = [v.name for v in s.variants if v.numerics is not None and not v.numerics_ok]
         failed = [v.name for v in s.variants if v.error]
         parts: list[str] = []
-        if naive and comp and comp.speedup_vs_naive and naive.device_ops is not None:
-            sp = comp.speedup_vs_naive
+        if naive and comp and comp.speedup and naive.device_ops is not None:
+            sp = comp.speedup
             ops_text = f"{naive.device_ops} separate ops" if naive.device_ops else "separate ops"
             fused = (
                 f"{comp.device_ops} fused kernel{'s' if comp.device_ops != 1 else ''}"
@@ -201,8 +176,8 @@ def reading(result: StudyResult) -> list[str]:
                 )
             else:
                 parts.append(f"at {label} compiled and naive take about the same time on {on}")
-        if built and built.speedup_vs_naive:
-            parts.append(f"torch.rms_norm runs at {built.speedup_vs_naive:.1f}× naive")
+        if built and built.speedup:
+            parts.append(f"torch.rms_norm runs at {built.speedup:.1f}× naive")
         if bad:
             parts.append(f"numerics differ beyond tolerance for: {', '.join(bad)}")
         if failed:
@@ -324,25 +299,7 @@ def run_study(
             first_call_context=lambda: _kernel_events(spec.kind),
             on_report=on_report,
         )
-        shape_res = ShapeResult(shape=dims, dtype=dtype)
-        for o in data.variants:
-            shape_res.variants.append(
-                VariantResult(
-                    name=o.name,
-                    device_ops=o.device_ops,
-                    device_us=o.device_us,
-                    cpu_us=o.cpu_us,
-                    latency_us=o.latency_us(),
-                    compile_s=o.compile_s,
-                    numerics=o.numerics,
-                    speedup_vs_naive=o.speedup,
-                    run_dir=o.run_dir,
-                    error=o.error,
-                    compile=o.compile,
-                    speedup_ci95=o.speedup_ci95,
-                    verdict=o.verdict,
-                )
-            )
+        shape_res = ShapeResult(shape=dims, dtype=dtype, variants=list(data.variants))
         result.shapes.append(shape_res)
         del x, weight, fns
     return result
