@@ -152,3 +152,24 @@ def test_pairing_cancels_drift_between_rounds() -> None:
     assert verdict(point, (lo, hi)) == "faster"
     _, (ulo, uhi) = speedup_ci(ref, fast, paired=False)
     assert uhi - ulo > 3 * (hi - lo)  # unpaired, the drift swamps the interval
+
+
+def test_a_clear_speedup_on_noisy_rounds_is_faster() -> None:
+    """A loaded machine: single rounds range from 0.8x to 3.4x, yet the median round is 1.6x
+    and its interval lies above 1: that is 'faster', not noise."""
+    from opscope.bench.compare import _paired_noise
+    from opscope.bench.stats import summarize
+    from opscope.bench.timing import Timing
+
+    rounds = np.array(
+        [0.8, 0.9, 1.0, 1.05, 1.5, 1.55, 1.6, 1.6, 1.62, 1.65, 2.6, 2.8, 3.0, 3.2, 3.4]
+    )
+    ref = [0.09] * len(rounds)
+    var = list(0.09 / rounds)
+    point, ci = speedup_ci(ref, var)
+    assert point == pytest.approx(1.6) and ci[0] > 1
+    t_ref = Timing(samples_s=tuple(ref), number=1, summary=summarize(ref))
+    t_var = Timing(samples_s=tuple(var), number=1, summary=summarize(var))
+    noise = _paired_noise(t_ref, t_var)
+    assert noise < point - 1  # the spread of single rounds (IQR 1.4) is not the noise
+    assert verdict(point, ci, noise) == "faster"

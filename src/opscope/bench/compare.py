@@ -16,7 +16,8 @@ For each variant (``name -> callable``) on the same inputs:
    back, so drift cancels), with a 95% percentile-bootstrap interval over the rounds (seeded,
    so a result is reproducible), and a **verdict**: ``faster`` or
    ``slower`` only when the interval excludes 1 *and* the difference exceeds the noise floor
-   (:data:`NOISE_FLOOR`, or half the variants' relative IQRs if larger); else ``same``.
+   (:data:`NOISE_FLOOR`, or the wander of the median per-round speedup if larger); else
+   ``same``.
 
 Returns data (:class:`ComparisonData`); ``opscope.compare`` wraps it for printing.
 """
@@ -168,12 +169,15 @@ def _rel_iqr(t: Timing) -> float:
 
 
 def _paired_noise(ref: Timing, var: Timing) -> float:
+    """How far the median per-round speedup wanders from run to run: the IQR of the rounds'
+    speedups over sqrt(rounds) (about the standard error of their median).  The spread of
+    single rounds themselves would call a 3x speedup 'same' on a loaded machine."""
     a = np.asarray(ref.samples_s)
     b = np.asarray(var.samples_s)
     if len(a) != len(b) or len(a) < 4:
         return 0.5 * (_rel_iqr(ref) + _rel_iqr(var))
     q1, q3 = np.percentile(a / b, [25, 75])
-    return float(0.5 * (q3 - q1))
+    return float((q3 - q1) / np.sqrt(len(a)))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -293,7 +297,7 @@ def run_comparison(
         if ref_t is None:
             continue
         o.speedup, o.speedup_ci95 = speedup_ci(ref_t.samples_s, o.timing.samples_s)
-        # the spread that pairing does not remove: the IQR of the per-round speedups
+        # the noise that pairing does not remove (see _paired_noise)
         noise = _paired_noise(ref_t, o.timing)
         o.verdict = "unstable" if o.recompiled else verdict(o.speedup, o.speedup_ci95, noise)
     result.variants = [outcomes[n] for n in names]
