@@ -511,3 +511,35 @@ def test_cache_reopen_is_faster() -> None:
     assert again.meta.cached and again.events.equals(first.events)
     print(f"cold {cold:.3f}s warm {warm:.3f}s ratio {cold / warm:.1f}")
     assert warm < cold  # the ratio is reported by benchmarks/ingest.py, not asserted here
+
+
+@pytest.mark.parametrize("rel", sorted(set(_all_files()) - ET_FILES))
+def test_typed_decoder_matches_dicts(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The typed decoder (structs, raw args) gives the dict decoder's table on every trace,
+    and reads every run of them itself (none handed to the dict decoder)."""
+    from opscope.trace import kineto, rows
+    from trace_checks import assert_same_parse
+
+    _need_shared()
+    path = SHARED / rel
+    outcomes: list[bool] = []
+    real = kineto.convert_typed
+
+    def counting(piece: bytes, quote: bool, strict: bool = False) -> Any:
+        try:
+            parts = real(piece, quote, strict)
+        except rows.NotTyped:
+            outcomes.append(False)
+            raise
+        outcomes.append(True)
+        return parts
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise rows.NotTyped
+
+    monkeypatch.setattr(kineto, "convert_typed", counting)
+    typed, _ = kineto.parse_file(path, workers=0)
+    monkeypatch.setattr(kineto, "convert_typed", refuse)
+    plain, _ = kineto.parse_file(path, workers=0)
+    assert outcomes and all(outcomes)
+    assert_same_parse(typed, plain)

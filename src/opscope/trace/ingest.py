@@ -33,9 +33,10 @@ import pyarrow as pa
 from opscope.errors import TraceError
 from opscope.trace import cache as _cache
 from opscope.trace import kineto
-from opscope.trace.kineto import KinetoParse, as_int
+from opscope.trace.kineto import KinetoParse
 from opscope.trace.link import Links, link, null_if_negative
 from opscope.trace.model import Trace, TraceMeta
+from opscope.trace.rows import as_int
 from opscope.trace.schema import EVENT_SCHEMA
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")

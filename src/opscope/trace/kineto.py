@@ -30,19 +30,28 @@ file order (:meth:`KinetoBuilder.merge`).
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opscope.trace.rows import (
+    DictRows,
+    NotTyped,
+    StructRows,
+    as_int,
+    decode_structs,
+    infer,
+    int_array,
+    null_mask,
+    to_np_int,
+)
 from opscope.trace.schema import (
     CATEGORY_MAP,
     COMM_KERNEL_MARKERS,
@@ -52,8 +61,6 @@ from opscope.trace.schema import (
 )
 
 # Arguments lifted into their own columns (they also stay in ``args``).
-_CORRELATION_KEYS = ("correlation", "correlation id", "correlationId")
-_EXTERNAL_KEYS = ("External id", "external id", "external_id")
 _FLOW_CATS = frozenset(("ac2g", "async_cpu_to_gpu", "async_gpu", "async"))
 _UNTIMED = frozenset(("i", "I", "C", "b", "e", "n", "P", "O", "N", "D", "R", "(", ")"))
 _INT64_MAX = 2**63 - 1
@@ -97,23 +104,6 @@ def to_ns(value: Any) -> int:
     raise TypeError(f"not a time: {value!r}")
 
 
-def as_int(value: Any) -> int | None:
-    """An int64 from an integer, a digit string or an integral float; else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if -(2**63) <= value <= _INT64_MAX else None
-    if isinstance(value, str):
-        t = value.strip()
-        if t.lstrip("-").isdigit() and t.isascii():
-            v = int(t)
-            return v if -(2**63) <= v <= _INT64_MAX else None
-        return None
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
-        return int(value)
-    return None
-
-
 # -- per-field conversion: Arrow over the whole run, exact Python per value when that fails --
 
 
@@ -138,38 +128,13 @@ def _str_array(values: list[Any], missing: str = "") -> pa.Array:
 
 def _id_str_array(values: list[Any]) -> pa.Array:
     """pid/tid as text (traces use integers and strings alike)."""
-    arr = _infer(values)
+    arr = infer(values)
     if arr is not None and (
         pa.types.is_integer(arr.type) or pa.types.is_string(arr.type) or pa.types.is_null(arr.type)
     ):
         arr = arr.cast(pa.string())
         return arr.fill_null("") if arr.null_count else arr
     return _str_array(values)
-
-
-def _infer(values: list[Any]) -> pa.Array | None:
-    try:
-        return pa.array(values)
-    except _ARROW_ERRORS:
-        return None
-
-
-def _to_np_int(arr: pa.Array) -> np.ndarray | None:
-    """int64 values (nulls as 0), or None when they do not fit (uint64 beyond int64)."""
-    if pa.types.is_null(arr.type):
-        return np.zeros(len(arr), dtype=np.int64)
-    if arr.type != pa.int64():
-        try:
-            arr = arr.cast(pa.int64())
-        except _ARROW_ERRORS:
-            return None
-    return np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
-def _null_mask(arr: pa.Array, missing_ok: bool) -> np.ndarray:
-    if missing_ok or not arr.null_count:
-        return np.zeros(len(arr), dtype=bool)
-    return np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class NeedsQuoting(Exception):
@@ -185,18 +150,18 @@ def _times_ns(
     """
     n = len(values)
     # let Arrow infer the type: asked for int64 it would silently truncate floats
-    arr = _infer(values)
+    arr = infer(values)
     if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)):
-        a = _to_np_int(arr)
+        a = to_np_int(arr)
         if a is not None and np.abs(a).max(initial=0) < _US_LIMIT:
-            return a * 1000, _null_mask(arr, missing_ok)
+            return a * 1000, null_mask(arr, missing_ok)
     elif arr is not None and pa.types.is_floating(arr.type):
         f = arr.fill_null(0.0).to_numpy(zero_copy_only=False)
         finite = np.isfinite(f)
         if finite.all() and np.abs(f).max(initial=0.0) < _LONG_FLOAT_US:
             whole = np.floor(f)
             ns = whole.astype(np.int64) * 1000 + np.rint((f - whole) * 1000.0).astype(np.int64)
-            return ns, _null_mask(arr, missing_ok)
+            return ns, null_mask(arr, missing_ok)
         if strict and finite.all():
             raise NeedsQuoting
     out = np.zeros(n, dtype=np.int64)
@@ -215,97 +180,6 @@ def _times_ns(
         else:
             bad[i] = True
     return out, bad
-
-
-def _arg_ints(args: list[dict[str, Any]], keys: tuple[str, ...], blob: bytes) -> pa.Array:
-    """The first of ``keys`` present in each ``args`` dict, as int64 (null when absent/bad).
-
-    ``args`` are dicts (``{}`` where an event has none).  ``blob`` is the run's serialised
-    args: a spelling that never occurs in it costs no pass.
-    """
-    out: pa.Array | None = None
-    for i, k in enumerate(keys):
-        if i and f'"{k}"'.encode() not in blob:
-            continue
-        vals = list(map(dict.get, args, repeat(k)))
-        inferred = _infer(vals)
-        ints = None
-        if inferred is not None and (
-            pa.types.is_integer(inferred.type) or pa.types.is_null(inferred.type)
-        ):
-            ints = _to_np_int(inferred)
-        if ints is not None and inferred is not None:
-            arr = pa.array(ints, pa.int64(), mask=_null_mask(inferred, False))
-        else:
-            arr = pa.array([as_int(v) for v in vals], pa.int64())
-        if i:
-            # a later spelling counts only where no earlier one is present at all
-            present = pa.array([any(p in a for p in keys[:i]) for a in args])
-            arr = pc.if_else(present, pa.scalar(None, pa.int64()), arr)
-        out = arr if out is None else pc.coalesce(out, arr)
-    assert out is not None
-    return out
-
-
-_SENTINEL = "\x00\x01opscope-args-split\x01\x00"
-_SENTINEL_SEP = b',"\\u0000\\u0001opscope-args-split\\u0001\\u0000"'
-
-
-def _dump_one(a: Any) -> str:
-    try:
-        return orjson.dumps(a).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        # integers beyond 64 bits, lone surrogates: the standard library writes them
-        return json.dumps(a, default=str, ensure_ascii=True)
-
-
-def _dump_args(args: list[Any]) -> tuple[pa.Array, bytes]:
-    """``args`` dicts as JSON text (null for absent or empty args), exactly as decoded.
-
-    One ``orjson.dumps`` over the whole run, with a sentinel string between the items, then one
-    split: the per-item call overhead is what dominated.  The sentinel holds control characters
-    that orjson escapes; if a trace ever contains it, the piece count is off and we dump item
-    by item instead.  Which items are non-empty dicts is read off the text (a dict's starts
-    with ``{``, an empty one is ``{}``); the text of the null items stays under their null
-    slots, which Arrow allows and nothing reads.
-    """
-    n = len(args)
-    try:
-        inter: list[Any] = [_SENTINEL] * (2 * n)
-        inter[::2] = args
-        big = orjson.dumps(inter)
-        del inter
-        body = big[1:-1]
-        del big
-        # [a1,"S",a2,"S",...,an,"S"]: drop the last separator, split on the others
-        parts = (
-            body[: -len(_SENTINEL_SEP)].split(_SENTINEL_SEP + b",")
-            if body.endswith(_SENTINEL_SEP)
-            else []
-        )
-        del body
-        if len(parts) == n:
-            lengths = np.fromiter(map(len, parts), dtype=np.int64, count=n)
-            offsets = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            blob = b"".join(parts)
-            del parts
-            text = np.frombuffer(blob, dtype=np.uint8)
-            mask = (lengths > 2) & (text[offsets[:-1]] == ord("{"))  # every text has 2+ bytes
-            validity = pa.array(mask).buffers()[1] if not mask.all() else None
-            arr = pa.LargeStringArray.from_buffers(
-                n,
-                pa.py_buffer(offsets),
-                pa.py_buffer(blob),
-                validity,
-                int(n - mask.sum()),
-            ).cast(pa.string())
-            return arr, blob
-    except (TypeError, orjson.JSONEncodeError):
-        pass
-    keep = [type(a) is dict and len(a) > 0 for a in args]
-    texts = [_dump_one(a) if k else None for a, k in zip(args, keep, strict=True)]
-    return pa.array(texts, pa.string()), "".join(t for t in texts if t).encode()
 
 
 @dataclass
@@ -336,44 +210,40 @@ RAW_COLUMNS = (
 )
 
 
-def _field(events: list[dict[str, Any]], key: str) -> list[Any]:
-    """``[e.get(key) for e in events]`` without a Python-level loop."""
-    return list(map(dict.get, events, repeat(key)))
+Rows = DictRows | StructRows
 
 
 def _timed_batch(
-    events: list[dict[str, Any]],
+    events: Rows,
     start: np.ndarray,
     bad_ts: np.ndarray,
     dur_override: np.ndarray | None,
 ) -> tuple[pa.RecordBatch, list[tuple[str, int]]]:
     """Timed events -> their batch (bad rows dropped) and the skip counts, in counting order."""
     if dur_override is None:
-        dur, bad_dur = _times_ns(_field(events, "dur"), missing_ok=True)
+        dur, bad_dur = _times_ns(events.field("dur"), missing_ok=True)
     else:
         dur, bad_dur = dur_override, np.zeros(len(events), dtype=bool)
     neg = (dur < 0) & ~bad_dur
     bad = bad_ts | bad_dur | neg
-    args = _field(events, "args")
-    args_text, blob = _dump_args(args)
-    dict_args = [a if type(a) is dict else _NO_ARGS for a in args]
+    args_text, correlation, external = events.args_columns()
     batch = pa.record_batch(
         [
-            _str_array(_field(events, "cat")),
-            _str_array(_field(events, "name")),
-            _id_str_array(_field(events, "pid")),
-            _id_str_array(_field(events, "tid")),
+            _str_array(events.field("cat")),
+            _str_array(events.field("name")),
+            _id_str_array(events.field("pid")),
+            _id_str_array(events.field("tid")),
             pa.array(start, pa.int64()),
             pa.array(dur, pa.int64()),
-            _arg_ints(dict_args, _CORRELATION_KEYS, blob),
-            _arg_ints(dict_args, _EXTERNAL_KEYS, blob),
+            correlation,
+            external,
             args_text,
         ],
         names=list(RAW_COLUMNS),
     )
     skips: list[tuple[str, int]] = []
     if bad.any():
-        missing = np.fromiter(("ts" not in e for e in events), dtype=bool, count=len(events))
+        missing = events.absent("ts")
         skips = [
             ("no ts", int((bad_ts & missing).sum())),
             ("unreadable ts or dur", int(((bad_ts & ~missing) | bad_dur).sum())),
@@ -383,11 +253,9 @@ def _timed_batch(
     return batch, skips
 
 
-def _flow_batch(
-    flows: list[dict[str, Any]], ts: np.ndarray, bad: np.ndarray
-) -> tuple[pa.RecordBatch | None, int]:
+def _flow_batch(flows: Rows, ts: np.ndarray, bad: np.ndarray) -> tuple[pa.RecordBatch | None, int]:
     """Flow events -> their batch (None when no flow category is kept) and the rows dropped."""
-    cats = _str_array(_field(flows, "cat"))
+    cats = _str_array(flows.field("cat"))
     keep = np.asarray(
         pc.is_in(cats, pa.array(sorted(_FLOW_CATS))).to_numpy(zero_copy_only=False),
         dtype=bool,
@@ -395,34 +263,18 @@ def _flow_batch(
     if not keep.any():
         return None, 0
     if not keep.all():
-        flows = [f for f, k in zip(flows, keep.tolist(), strict=True) if k]
+        flows = flows.take(np.flatnonzero(keep).tolist())
         cats = cats.filter(pa.array(keep))
     ts, bad = ts[keep], bad[keep].copy()
-    ids = []
-    for e in flows:
-        v = e.get("id")
-        if v is None:
-            v = e.get("bind_id")
-        ids.append(v)
-    inferred = _infer(ids)
-    ints = (
-        _to_np_int(inferred)
-        if inferred is not None
-        and (pa.types.is_integer(inferred.type) or pa.types.is_null(inferred.type))
-        else None
-    )
-    if inferred is not None and ints is not None:
-        ida = pa.array(ints, pa.int64(), mask=_null_mask(inferred, False))
-    else:
-        ida = pa.array([as_int(v) for v in ids], pa.int64())
+    ida = int_array(flows.ids())
     bad |= np.asarray(ida.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     batch = pa.record_batch(
         [
             ida,
-            _str_array(_field(flows, "ph")),
+            _str_array(flows.field("ph")),
             cats,
-            _id_str_array(_field(flows, "pid")),
-            _id_str_array(_field(flows, "tid")),
+            _id_str_array(flows.field("pid")),
+            _id_str_array(flows.field("tid")),
             pa.array(ts, pa.int64()),
         ],
         names=["id", "ph", "cat", "pid", "tid", "ts_ns"],
@@ -460,12 +312,56 @@ def convert_run(events: list[Any], strict: bool = False) -> RunParts:
     if not all(type(e) is dict for e in events):
         events = [e for e in events if type(e) is dict]
         dropped = count - len(events)
+    return _convert(DictRows(events), count, dropped, strict)
+
+
+def convert_typed(piece: bytes, quote: bool, strict: bool) -> RunParts:
+    """Decode and convert one run (``piece``: events comma-separated, without brackets) with
+    the typed decoder; :class:`~opscope.trace.rows.NotTyped` when the run does not fit it
+    (or is not a run of events at all), :class:`NeedsQuoting` as :func:`convert_run`."""
+    data = b"[" + piece + b"]"
+    if quote:
+        from opscope.trace.jsonstream import quote_long_timestamps
+
+        data = quote_long_timestamps(data)
+    events = decode_structs(data)
+    del data
+    return _convert(StructRows(events), len(events), 0, strict)
+
+
+def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
+    """One run of events from its bytes: typed decoder first, dicts where it does not fit.
+
+    Returns the parts and whether timestamps were decoded as text (``quote``, or turned on
+    here because a double could not hold them); None when ``piece`` is not a run of events.
+    """
+    from opscope.trace.jsonstream import decode_piece
+
+    for q in (quote, True):
+        try:
+            return convert_typed(piece, q, strict=not q), q
+        except NotTyped:
+            break
+        except NeedsQuoting:
+            continue
+    events = decode_piece(piece, quote)
+    if events is None:
+        return None
+    try:
+        return convert_run(events, strict=not quote), quote
+    except NeedsQuoting:
+        # a double cannot hold this run's timestamps: decode them as text
+        again = decode_piece(piece, True)
+        return convert_run(again if again is not None else events), True
+
+
+def _convert(events: Rows, count: int, dropped: int, strict: bool) -> RunParts:
     n = len(events)
-    ts_all, ts_bad = _times_ns(_field(events, "ts"), missing_ok=False, strict=strict)
+    ts_all, ts_bad = _times_ns(events.field("ts"), missing_ok=False, strict=strict)
     parts = RunParts(count, dropped, None, [], [], [], None, 0)
     if n == 0:
         return parts
-    ph_arr = _str_array(_field(events, "ph"), "")
+    ph_arr = _str_array(events.field("ph"), "")
     is_x = np.asarray(pc.equal(ph_arr, "X").to_numpy(zero_copy_only=False), dtype=bool)
     if is_x.all():
         parts.timed, parts.timed_skips = _timed_batch(events, ts_all, ts_bad, None)
@@ -473,7 +369,7 @@ def convert_run(events: list[Any], strict: bool = False) -> RunParts:
     x_rows = np.flatnonzero(is_x)
     if len(x_rows):
         parts.timed, parts.timed_skips = _timed_batch(
-            [events[i] for i in x_rows.tolist()], ts_all[x_rows], ts_bad[x_rows], None
+            events.take(x_rows.tolist()), ts_all[x_rows], ts_bad[x_rows], None
         )
     rows = np.flatnonzero(~is_x)
     ph = ph_arr.take(pa.array(rows))
@@ -484,7 +380,7 @@ def convert_run(events: list[Any], strict: bool = False) -> RunParts:
         o_rows = rows[is_other].tolist()
         o_ph = ph.filter(pa.array(is_other)).to_pylist()
         parts.others = [
-            (i, p, events[i], int(ts_all[i]), bool(ts_bad[i]))
+            (i, p, events.event(i), int(ts_all[i]), bool(ts_bad[i]))
             for i, p in zip(o_rows, o_ph, strict=True)
         ]
     if rest.any():
@@ -499,12 +395,11 @@ def convert_run(events: list[Any], strict: bool = False) -> RunParts:
     if is_flow.any():
         f_rows = rows[is_flow]
         parts.flows, parts.flows_bad = _flow_batch(
-            [events[i] for i in f_rows.tolist()], ts_all[f_rows], ts_bad[f_rows]
+            events.take(f_rows.tolist()), ts_all[f_rows], ts_bad[f_rows]
         )
     return parts
 
 
-_NO_ARGS: dict[str, Any] = {}
 _FLOW_PHASES = pa.array(["f", "s", "t"])
 _STATE_PHASES = pa.array(["B", "E", "M"])
 
@@ -580,7 +475,7 @@ class KinetoBuilder:
             nxt = next(reasons, None)
         if merged:
             batch, skips = _timed_batch(
-                merged,
+                DictRows(merged),
                 np.asarray(merged_start, dtype=np.int64),
                 np.zeros(len(merged), dtype=bool),
                 np.asarray(merged_dur, dtype=np.int64),
@@ -792,19 +687,53 @@ def _convert_piece(piece: bytes, quote: bool, portable: bool) -> tuple[RunParts,
 
     Returns the parts and whether the run was decoded with long timestamps quoted.
     """
-    from opscope.trace.jsonstream import decode_piece
-
-    events = decode_piece(piece, quote)
-    if events is None:
+    got = convert_bytes(piece, quote)
+    if got is None:
         return None
-    try:
-        parts = convert_run(events, strict=True)
-    except NeedsQuoting:
-        # a double cannot hold this run's timestamps: decode them as text
-        again = decode_piece(piece, True)
-        parts = convert_run(again if again is not None else events)
-        quote = True
-    return (_portable(parts) if portable else parts), quote
+    parts, quoted = got
+    return (_portable(parts) if portable else parts), quoted
+
+
+def _typed_tail(
+    rest: bytes, form: str, quote: bool
+) -> tuple[RunParts, int, dict[str, Any], bool] | None:
+    """The tail through the typed decoder: ``(parts, events, keys after the array, quoted)``,
+    or None when it does not fit (cut short, unusual values): :func:`decode_tail` decides."""
+    from opscope.trace.jsonstream import loads
+
+    meta: dict[str, Any] = {}
+    if form == "object":
+        try:
+            doc = msgspec.json.decode(b'{"traceEvents":[' + rest, type=dict[str, msgspec.Raw])
+        except (msgspec.DecodeError, RecursionError, ValueError):
+            return None
+        raw = doc.pop("traceEvents", None)
+        if raw is None:
+            return None
+        body = bytes(raw).strip()
+        if not (body.startswith(b"[") and body.endswith(b"]")):
+            return None
+        piece = body[1:-1]
+        try:
+            meta = {k: loads(bytes(v)) for k, v in doc.items()}
+        except ValueError:
+            return None
+    elif form == "array":
+        body = rest.rstrip()
+        if not body.endswith(b"]"):
+            return None
+        piece = body[:-1]
+    else:
+        return None
+    for q in (quote, True):
+        try:
+            parts = convert_typed(piece, q, strict=not q)
+        except NotTyped:
+            return None
+        except NeedsQuoting:
+            continue
+        return parts, parts.count, meta, q
+    return None
 
 
 def _convert_tail(
@@ -813,6 +742,10 @@ def _convert_tail(
     """The tail (see :func:`~opscope.trace.jsonstream.decode_tail`), converted."""
     from opscope.trace.jsonstream import decode_tail
 
+    typed = _typed_tail(rest, form, quote)
+    if typed is not None:
+        tparts, n_events, meta, quoted = typed
+        return (_portable(tparts) if portable else tparts), n_events, meta, False, quoted
     events, meta, cut, quoted = decode_tail(rest, form, quote)
     if events is None or (cut and not events):
         return None, 0, meta, cut, quoted
@@ -857,13 +790,12 @@ def parse_file(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        n = _workers(workers)
-        if n:
-            data = ByteStream(path, max_bytes)
-            stream = EventStream(data, str(path))
-            got = _parse_pooled(stream, n)
-            if got is not None:
-                return got, _warnings(path, data, stream)
+        data = ByteStream(path, max_bytes)
+        stream = EventStream(data, str(path))
+        got = _parse_pooled(stream, _workers(workers))
+        if got is not None:
+            return got, _warnings(path, data, stream)
+        # a guessed cut fell inside an event: guess again, run by run
         data = ByteStream(path, max_bytes)
         stream = EventStream(data, str(path))
         builder = KinetoBuilder()
@@ -893,7 +825,10 @@ def _warnings(path: Path, data: Any, stream: Any) -> list[str]:
 
 
 def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
-    """:func:`parse_file` with worker processes; None: redo sequentially (a wrong cut)."""
+    """:func:`parse_file` over guessed runs, in ``n_workers`` processes (0: in this one).
+
+    None: a guessed cut was wrong; redo with :class:`~opscope.trace.jsonstream.EventStream`'s
+    own iteration, which guesses again run by run."""
     from collections import deque
     from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -942,6 +877,10 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
                 builder.add(item)
                 continue
             if kind == "piece":
+                if not n_workers:
+                    if not merge(item, quote, _convert_piece(item, quote, False)):
+                        return None
+                    continue
                 if pool is None:
                     held.append(item)
                     held_bytes += len(item)

@@ -81,9 +81,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from opscope.errors import TraceError
-from opscope.trace.kineto import _FLOW_SCHEMA, KinetoParse, as_int
+from opscope.trace.kineto import _FLOW_SCHEMA, KinetoParse
 from opscope.trace.link import link
 from opscope.trace.model import NeuronTables, Trace, TraceMeta
+from opscope.trace.rows import as_int
 from opscope.trace.schema import EVENT_SCHEMA, KINDS, SOURCES, classify
 
 SCHEMA_VERSION = "7.4.0"

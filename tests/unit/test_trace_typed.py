@@ -1,0 +1,243 @@
+"""The typed decoder (msgspec structs) gives the table the dict decoder gives, and hands every
+run it cannot read exactly to the dict decoder.
+
+Each case writes a trace, parses it twice (typed first as in production; dict only, with the
+typed decoder switched off) and compares every column, the skip counts, the flows, the
+metadata and the names.  ``args`` are compared as decoded JSON: the typed path keeps the
+trace's own text (compact), the dict path re-serialises it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from opscope.trace import kineto, rows
+from opscope.trace.kineto import KinetoParse
+from trace_checks import assert_same_parse
+
+
+class _Count:
+    def __init__(self) -> None:
+        self.typed = 0
+        self.refused = 0
+
+
+@pytest.fixture
+def count(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Count]:
+    c = _Count()
+    real = kineto.convert_typed
+
+    def counting(piece: bytes, quote: bool, strict: bool = False) -> Any:
+        try:
+            parts = real(piece, quote, strict)
+        except rows.NotTyped:
+            c.refused += 1
+            raise
+        c.typed += 1
+        return parts
+
+    monkeypatch.setattr(kineto, "convert_typed", counting)
+    yield c
+
+
+def _dict_only(path: Path, monkeypatch: pytest.MonkeyPatch) -> KinetoParse:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise rows.NotTyped
+
+    with monkeypatch.context() as m:
+        m.setattr(kineto, "convert_typed", refuse)
+        parsed, _ = kineto.parse_file(path, workers=0)
+    return parsed
+
+
+def both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> tuple[KinetoParse, KinetoParse]:
+    path = tmp_path / "t.json"
+    path.write_text(text, encoding="utf-8")
+    typed, _ = kineto.parse_file(path, workers=0)
+    plain = _dict_only(path, monkeypatch)
+    assert_same_parse(typed, plain)
+    return typed, plain
+
+
+def X(name: str, ts: Any, dur: Any, cat: str = "cpu_op", **extra: Any) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, **extra}
+
+
+KINETO_LIKE = {
+    "schemaVersion": 1,
+    "deviceProperties": [{"id": 0, "name": "A100"}],
+    "traceEvents": [
+        X("ProfilerStep#1", 0, 100, "user_annotation", args={"External id": 1}),
+        X("aten::mm", 10, 50, args={"External id": 2, "Input Dims": [[4, 4], [4, 4]]}),
+        X(
+            "cudaLaunchKernel",
+            20,
+            5,
+            "cuda_runtime",
+            args={"External id": 2, "correlation": 9, "cbid": 211},
+        ),
+        X("gemm", 40, 30, "kernel", pid=0, tid=7, args={"External id": 2, "correlation": 9}),
+        {"ph": "s", "id": 9, "pid": 1, "tid": 1, "ts": 20, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "f", "id": 9, "pid": 0, "tid": 7, "ts": 40, "cat": "ac2g", "bp": "e"},
+        {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 5, "s": "t"},
+        {"ph": "B", "name": "region", "pid": 1, "tid": 2, "ts": 60, "args": {"a": 1}},
+        {"ph": "E", "pid": 1, "tid": 2, "ts": 70, "args": {"b": 2}},
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}},
+        {"ph": "C", "name": "mem", "pid": 1, "ts": 3, "args": {"bytes": 10}},
+    ],
+    "traceName": "t",
+    "baseTimeNanoseconds": 1700000000000000000,
+}
+
+
+def test_kineto_layout_goes_typed_and_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+) -> None:
+    typed, _ = both(tmp_path, monkeypatch, json.dumps(KINETO_LIKE, indent=1))
+    assert count.typed >= 1 and count.refused == 0
+    assert typed.events.num_rows == 5  # four X events and one B/E pair
+    assert typed.meta["baseTimeNanoseconds"] == 1700000000000000000
+    assert typed.skipped == {"untimed event (ph i)": 1, "untimed event (ph C)": 1}
+
+
+def test_args_text_is_compact_and_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+) -> None:
+    text = (
+        '{"traceEvents": [\n  {\n    "ph": "X", "cat": "cpu_op", "name": "caf\\u00e9",'
+        ' "pid": 1, "tid": 1,\n    "ts": 1, "dur": 2,\n    "args": {\n      "External id": 3,'
+        ' "x": 1.50, "s": "\\u00e9 a b"\n    }\n  }\n]}'
+    )
+    typed, _ = both(tmp_path, monkeypatch, text)
+    assert count.typed == 1
+    assert typed.events.column("name").to_pylist() == ["café"]
+    compact = '{"External id":3,"x":1.50,"s":"\\u00e9 a b"}'
+    assert typed.events.column("args").to_pylist() == [compact]
+    assert typed.events.column("external_id").to_pylist() == [3]
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        pytest.param([X("a", True, 1)], id="boolean ts"),
+        pytest.param([X("a", 1, 1, args=[1, 2])], id="args not an object"),
+        pytest.param([X("a", 1, 1, args={"External id": True})], id="boolean id"),
+        pytest.param([X("a", 1, 1, pid=1.5)], id="float pid"),
+        pytest.param([X("a", 1, 1), 7, "x"], id="not objects"),
+        pytest.param([X("a", 1, 1, args={"v": float("nan")})], id="NaN"),
+    ],
+)
+def test_what_the_typed_decoder_cannot_read_goes_to_dicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count, events: list[Any]
+) -> None:
+    both(tmp_path, monkeypatch, json.dumps({"traceEvents": events}))
+    assert count.typed == 0
+
+
+def test_lone_surrogate_goes_to_dicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+) -> None:
+    text = '{"traceEvents": [{"ph": "X", "name": "a\\ud800", "pid": 1, "ts": 1, "dur": 1}]}'
+    both(tmp_path, monkeypatch, text)
+    assert count.typed == 0
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        pytest.param([X("a", 1, 1, args={"External id": 2**70})], id="id beyond 64 bits"),
+        pytest.param([X("a", "12.5", "3", args={"External id": "7"})], id="numbers as text"),
+        pytest.param([X("a", 1.0005, 0.0015)], id="sub-ns fractions"),
+        pytest.param([X("a", 1, -1), X("b", 2, 1)], id="negative duration"),
+        pytest.param(
+            [{"ph": "X", "name": "a", "dur": 1}, {"ph": "X", "name": "b", "ts": None, "dur": 1}],
+            id="no ts and null ts",
+        ),
+        pytest.param([X("a", 1, 1, pid="Spans", tid="Traces")], id="string pid"),
+        pytest.param([X("a", 1, 1, args={"correlationId": 3})], id="other spelling alone"),
+        pytest.param(
+            [
+                X("a", 1, 1, args={"correlation": 4}),
+                X("b", 2, 1, args={"correlation id": 5, "correlation": None}),
+                X("c", 3, 1, args={"correlationId": 6, "correlation id": "7"}),
+                X("d", 4, 1, args={"External id": 8, "external id": 9}),
+                X("e", 5, 1, args={"external id": 10}),
+            ],
+            id="several spellings of one id",
+        ),
+        pytest.param([X("a", 1, 1, args={})], id="empty args"),
+        pytest.param(
+            [{"ph": "s", "bind_id": 4, "cat": "ac2g", "ts": 1, "pid": 1, "tid": 1}],
+            id="flow with bind_id",
+        ),
+    ],
+)
+def test_unusual_values_the_typed_decoder_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count, events: list[Any]
+) -> None:
+    both(tmp_path, monkeypatch, json.dumps({"traceEvents": events}))
+    assert count.typed >= 1 and count.refused == 0
+
+
+def test_epoch_float_timestamps_keep_their_nanoseconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+) -> None:
+    text = (
+        '{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1,'
+        ' "ts": 1712195495519695.812, "dur": 1.5}]}'
+    )
+    typed, _ = both(tmp_path, monkeypatch, text)
+    assert typed.events.column("start_ns").to_pylist() == [1712195495519695812]
+    assert count.typed >= 1
+
+
+def test_big_file_through_runs_and_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+) -> None:
+    """Many runs (small blocks and chunks), a tail with keys after the array, both forms;
+    in this process and in workers."""
+    from opscope.trace.jsonstream import EventStream
+    from opscope.trace.readers import ByteStream
+
+    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(EventStream.__init__, "__defaults__", (32 << 10,))
+    monkeypatch.setattr(ByteStream.__init__, "__defaults__", (None, 32 << 10))
+    events = [
+        X(f"op{i}", i * 10, 5, args={"External id": i, "correlation": i + 1}) for i in range(3000)
+    ]
+    for form in ("object", "array"):
+        doc: Any = {"traceEvents": events, "traceName": "x"} if form == "object" else events
+        path = tmp_path / f"{form}.json"
+        path.write_text(json.dumps(doc, indent=2))
+        before = count.typed
+        typed, _ = kineto.parse_file(path, workers=0)
+        assert count.typed - before > 8  # the runs and the tail
+        pooled, _ = kineto.parse_file(path, workers=2)
+        plain = _dict_only(path, monkeypatch)
+        assert_same_parse(typed, plain)
+        assert_same_parse(pooled, plain)
+        assert typed.events.num_rows == 3000
+
+
+def test_first_spelling_present_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+) -> None:
+    events = [
+        X("a", 1, 1, args={"correlation": 4}),
+        X("b", 2, 1, args={"correlation id": 5, "correlation": None}),
+        X("c", 3, 1, args={"correlationId": 6, "correlation id": "7"}),
+        X("d", 4, 1, args={"External id": 8, "external id": 9}),
+        X("e", 5, 1, args={"external id": 10}),
+    ]
+    typed, _ = both(tmp_path, monkeypatch, json.dumps({"traceEvents": events}))
+    assert count.typed == 1
+    assert typed.events.column("correlation").to_pylist() == [4, None, 7, None, None]
+    assert typed.events.column("external_id").to_pylist() == [None, None, None, 8, 10]
