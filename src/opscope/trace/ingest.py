@@ -103,10 +103,14 @@ def load(
     decompressed size of each file (default: 16 GiB or ``$OPSCOPE_MAX_TRACE_BYTES``).
     ``workers`` caps the processes used for a folder of ranks (default: the CPU count).
     """
-    from opscope.trace import neuron
+    p = Path(path)
+    # a file is a Neuron profile only as a Parquet table or the legacy system JSON: other
+    # files skip the import of the Neuron reader
+    if p.is_dir() or p.name.endswith(".parquet") or p.name == "system_profile.json":
+        from opscope.trace import neuron
 
-    if neuron.is_neuron_path(Path(path)):
-        return neuron.load_neuron(Path(path), max_bytes=max_bytes)
+        if neuron.is_neuron_path(p):
+            return neuron.load_neuron(p, max_bytes=max_bytes)
     files = find_trace_files(Path(path))
     parts = _load_files(files, cache, max_bytes, workers)
     ranks = _assign_ranks(files, parts)

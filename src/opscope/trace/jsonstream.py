@@ -28,7 +28,7 @@ import orjson
 
 from opscope.errors import TraceError
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 2 << 20
 _HEAD_LIMIT = 64 << 20  # metadata before "traceEvents" larger than this: decode whole
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')

@@ -38,6 +38,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import numpy.ma  # pyarrow imports it on its first array from NumPy: do it at import
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -642,7 +643,7 @@ def parse_kineto(doc: Any) -> KinetoParse:
 # -- one file, its runs converted in worker processes -----------------------------------------
 
 # below this many bytes of events, starting processes costs more than it saves
-PARALLEL_MIN_BYTES = 12 << 20
+PARALLEL_MIN_BYTES = 4 << 20
 _MAX_WORKERS = 4
 
 

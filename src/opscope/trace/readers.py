@@ -26,7 +26,7 @@ from opscope.errors import TraceError
 # Larger than any real profile we have seen (the biggest public ones are a few GB); a cap only
 # exists so a decompression bomb cannot take the machine's memory.
 MAX_DECOMPRESSED_BYTES = 16 * 1024**3
-BLOCK_BYTES = 4 << 20
+BLOCK_BYTES = 1 << 20
 
 _GZIP_MAGIC = b"\x1f\x8b"
 

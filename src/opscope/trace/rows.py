@@ -20,6 +20,7 @@ the same conversion code serves both decoders:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -98,7 +99,7 @@ def int_array(values: list[Any]) -> pa.Array:
     return pa.array([as_int(v) for v in values], pa.int64())
 
 
-def texts_array(parts: list[bytes]) -> tuple[pa.Array, bytes]:
+def texts_array(parts: Sequence[bytes | msgspec.Raw]) -> tuple[pa.Array, bytes]:
     """JSON texts -> a string array with nulls where a text is not a non-empty object."""
     n = len(parts)
     lengths = np.fromiter(map(len, parts), dtype=np.int64, count=n)
@@ -267,19 +268,15 @@ class _ArgIds(msgspec.Struct, gc=False):
 
 _EVENTS = msgspec.json.Decoder(list[Event])
 _ARG_IDS = msgspec.json.Decoder(list[_ArgIds])
+_RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _FIELDS = tuple(Event.__struct_fields__)
 _GETTERS = {f: attrgetter(f) for f in _FIELDS}
 
 
 def decode_structs(data: bytes) -> list[Event]:
-    """A JSON array of events -> typed structs; :class:`NotTyped` when it does not fit.
-
-    The text is made compact first (one ``msgspec.json.format`` pass: whitespace out, every
-    number, string and escape as written), so each event's raw ``args`` slice is already the
-    compact text the table keeps.
-    """
+    """A JSON array of events -> typed structs; :class:`NotTyped` when it does not fit."""
     try:
-        return _EVENTS.decode(msgspec.json.format(data, indent=-1))
+        return _EVENTS.decode(data)
     except (msgspec.DecodeError, RecursionError, ValueError):  # ValidationError: DecodeError
         raise NotTyped from None  # (ValueError: text that is not UTF-8)
 
@@ -333,16 +330,24 @@ class StructRows:
     def args_columns(self) -> tuple[pa.Array, pa.Array, pa.Array]:
         """(args as compact JSON text, correlation, External id).
 
-        The raw ``args`` slices (compact, see :func:`decode_structs`) are the text; joined into
-        one array they are decoded once more, for the id keys only.
+        The raw ``args`` slices are joined into one array, made compact by one
+        ``msgspec.json.format`` pass (whitespace out; numbers, strings and escapes as written)
+        and decoded twice: into raw items (the text column) and for the id keys only.
         """
         raws = list(map(_GETTERS["args"], self.events))
+        joined = b"[" + b",".join(raws) + b"]"
+        del raws
         try:
-            ids = _ARG_IDS.decode(b"[" + b",".join(raws) + b"]")
+            compact = msgspec.json.format(joined, indent=-1)
+            del joined
+            ids = _ARG_IDS.decode(compact)
+            items = _RAW_ITEMS.decode(compact)
         except (msgspec.DecodeError, ValueError):  # args not objects, ids of other types
             raise NotTyped from None
-        text, _ = texts_array(raws)
-        del raws
+        if len(items) != len(self.events):
+            raise NotTyped
+        text, _ = texts_array(items)
+        del items
         return (
             text,
             self._arg_ints(ids, ("c0", "c1", "c2")),
