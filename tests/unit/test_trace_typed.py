@@ -241,3 +241,38 @@ def test_first_spelling_present_wins(
     assert count.typed == 1
     assert typed.events.column("correlation").to_pylist() == [4, None, 7, None, None]
     assert typed.events.column("external_id").to_pylist() == [None, None, None, 8, 10]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        pytest.param('"12.5"', id="string"),
+        pytest.param("null", id="null"),
+        pytest.param("-1712195495519695.8125", id="negative"),
+        pytest.param("1.5e3", id="exponent"),
+        pytest.param("1712195495519695", id="integer"),
+        pytest.param("true", id="boolean"),
+    ],
+)
+def test_timestamps_as_text_beside_odd_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count, odd: str
+) -> None:
+    """A run with epoch timestamps is decoded with ``ts`` kept as text; the other timestamps
+    in it convert as the dict path converts them (or are skipped for the same reason)."""
+    text = (
+        '{"traceEvents": ['
+        '{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1712195495519695.812, "dur": 1},'
+        f'{{"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": {odd}, "dur": 1}},'
+        '{"ph": "X", "name": "c", "pid": 1, "tid": 1, "dur": 1},'
+        '{"ph": "B", "name": "d", "pid": 1, "tid": 2, "ts": 1712195495519695.5},'
+        '{"ph": "E", "pid": 1, "tid": 2, "ts": 1712195495519696.25}'
+        "]}"
+    )
+    typed, _ = both(tmp_path, monkeypatch, text)
+    names = typed.events.column("name").to_pylist()
+    starts = dict(zip(names, typed.events.column("start_ns").to_pylist(), strict=True))
+    assert starts["a"] == 1712195495519695812
+    assert starts["d"] == 1712195495519695500
+    assert "c" not in starts and typed.skipped["no ts"] == 1
+    if odd != "true":  # a boolean is not a time: typed refuses the run, dicts skip the event
+        assert count.typed >= 1

@@ -51,6 +51,7 @@ from opscope.trace.rows import (
     infer,
     int_array,
     null_mask,
+    texts_array,
     to_np_int,
 )
 from opscope.trace.schema import (
@@ -165,12 +166,18 @@ def _times_ns(
             return ns, null_mask(arr, missing_ok)
         if strict and finite.all():
             raise NeedsQuoting
+    elif arr is not None and pa.types.is_string(arr.type):
+        got = _decimal_text_ns(arr)
+        if got is not None:
+            return got, null_mask(arr, missing_ok)
     out = np.zeros(n, dtype=np.int64)
     bad = np.zeros(n, dtype=bool)
     for i, v in enumerate(values):
         if v is None:
             bad[i] = not missing_ok
             continue
+        if strict and type(v) is float and abs(v) >= _LONG_FLOAT_US and math.isfinite(v):
+            raise NeedsQuoting
         try:
             ns = to_ns(v)
         except (TypeError, ValueError, OverflowError):
@@ -181,6 +188,56 @@ def _times_ns(
         else:
             bad[i] = True
     return out, bad
+
+
+_DECIMAL = r"^(?P<w>\d{1,16})(?:\.(?P<f>\d+))?$"
+
+
+def _decimal_text_ns(arr: pa.Array) -> np.ndarray | None:
+    """Plain decimal µs written as text (``"1712195495519695.812"``) -> ns, the way
+    :func:`to_ns` converts one (three decimals, half up on the fourth), over the whole array;
+    None when any value is not that plain (a sign, an exponent, spaces: :func:`to_ns` then)."""
+    parts = pc.extract_regex(arr.fill_null("0"), _DECIMAL)
+    if parts.null_count:
+        return None
+    whole = np.asarray(
+        parts.field("w").cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64
+    )
+    if whole.max(initial=0) >= _US_LIMIT:
+        return None
+    frac4 = pc.utf8_rpad(parts.field("f"), 4, "0")
+    frac3 = pc.utf8_slice_codeunits(frac4, 0, 3).cast(pa.int64())
+    up = pc.greater_equal(pc.utf8_slice_codeunits(frac4, 3, 4), "5")
+    return (
+        whole * 1000
+        + np.asarray(frac3.to_numpy(zero_copy_only=False), dtype=np.int64)
+        + np.asarray(up.to_numpy(zero_copy_only=False), dtype=np.int64)
+    )
+
+
+def _text_times_ns(raws: list[msgspec.Raw]) -> tuple[np.ndarray, np.ndarray]:
+    """(ns, bad) for timestamps kept as their JSON text (empty: absent): plain decimals all at
+    once; anything else (strings, null, signs, exponents) value by value, numbers from their
+    text so that no digit is lost."""
+    from opscope.trace.jsonstream import loads
+
+    arr, _ = texts_array(raws, objects_only=False)
+    got = _decimal_text_ns(arr)
+    if got is not None:
+        return got, np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    values: list[Any] = []
+    for r in raws:
+        text = bytes(r)
+        if not text:
+            values.append(None)
+        elif text[:1] in b'"nt[{f':  # a string, null, a boolean or worse: decode it
+            try:
+                values.append(loads(text))
+            except ValueError:
+                values.append(None)
+        else:
+            values.append(text.decode("ascii", "replace"))
+    return _times_ns(values, missing_ok=False)
 
 
 @dataclass
@@ -320,14 +377,8 @@ def convert_typed(piece: bytes, quote: bool, strict: bool) -> RunParts:
     """Decode and convert one run (``piece``: events comma-separated, without brackets) with
     the typed decoder; :class:`~opscope.trace.rows.NotTyped` when the run does not fit it
     (or is not a run of events at all), :class:`NeedsQuoting` as :func:`convert_run`."""
-    data = b"[" + piece + b"]"
-    if quote:
-        from opscope.trace.jsonstream import quote_long_timestamps
-
-        data = quote_long_timestamps(data)
-    events = decode_structs(data)
-    del data
-    return _convert(StructRows(events), len(events), 0, strict)
+    events = decode_structs(b"[" + piece + b"]", ts_text=quote)
+    return _convert(StructRows(events, quote), len(events), 0, strict)
 
 
 def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
@@ -336,8 +387,10 @@ def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
     Returns the parts and whether timestamps were decoded as text (``quote``, or turned on
     here because a double could not hold them); None when ``piece`` is not a run of events.
     """
-    from opscope.trace.jsonstream import decode_piece
+    from opscope.trace.jsonstream import LONG_TS, decode_piece
 
+    # a run with long timestamps would be decoded once as doubles, refused and decoded again
+    quote = quote or LONG_TS.search(piece) is not None
     for q in (quote, True):
         try:
             return convert_typed(piece, q, strict=not q), q
@@ -358,7 +411,10 @@ def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
 
 def _convert(events: Rows, count: int, dropped: int, strict: bool) -> RunParts:
     n = len(events)
-    ts_all, ts_bad = _times_ns(events.field("ts"), missing_ok=False, strict=strict)
+    if isinstance(events, StructRows) and events.ts_text:
+        ts_all, ts_bad = _text_times_ns(events.field("ts"))
+    else:
+        ts_all, ts_bad = _times_ns(events.field("ts"), missing_ok=False, strict=strict)
     parts = RunParts(count, dropped, None, [], [], [], None, 0)
     if n == 0:
         return parts
@@ -700,7 +756,7 @@ def _typed_tail(
 ) -> tuple[RunParts, int, dict[str, Any], bool] | None:
     """The tail through the typed decoder: ``(parts, events, keys after the array, quoted)``,
     or None when it does not fit (cut short, unusual values): :func:`decode_tail` decides."""
-    from opscope.trace.jsonstream import loads
+    from opscope.trace.jsonstream import LONG_TS, loads
 
     meta: dict[str, Any] = {}
     if form == "object":
@@ -726,6 +782,7 @@ def _typed_tail(
         piece = body[:-1]
     else:
         return None
+    quote = quote or LONG_TS.search(piece) is not None
     for q in (quote, True):
         try:
             parts = convert_typed(piece, q, strict=not q)

@@ -23,7 +23,7 @@ import json
 from collections.abc import Sequence
 from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import numpy as np
@@ -99,8 +99,11 @@ def int_array(values: list[Any]) -> pa.Array:
     return pa.array([as_int(v) for v in values], pa.int64())
 
 
-def texts_array(parts: Sequence[bytes | msgspec.Raw]) -> tuple[pa.Array, bytes]:
-    """JSON texts -> a string array with nulls where a text is not a non-empty object."""
+def texts_array(
+    parts: Sequence[bytes | msgspec.Raw], objects_only: bool = True
+) -> tuple[pa.Array, bytes]:
+    """JSON texts -> a string array with nulls where a text is not a non-empty object
+    (``objects_only``) or is empty (otherwise)."""
     n = len(parts)
     lengths = np.fromiter(map(len, parts), dtype=np.int64, count=n)
     offsets = np.zeros(n + 1, dtype=np.int64)
@@ -108,7 +111,12 @@ def texts_array(parts: Sequence[bytes | msgspec.Raw]) -> tuple[pa.Array, bytes]:
     blob = b"".join(parts)
     text = np.frombuffer(blob, dtype=np.uint8)
     starts = np.minimum(offsets[:-1], max(len(text) - 1, 0))
-    mask = (lengths > 2) & (text[starts] == ord("{")) if len(text) else lengths > 2
+    if not objects_only:
+        mask = lengths > 0
+    elif len(text):
+        mask = (lengths > 2) & (text[starts] == ord("{"))
+    else:
+        mask = lengths > 2
     validity = pa.array(mask).buffers()[1] if not mask.all() else None
     arr = pa.LargeStringArray.from_buffers(
         n, pa.py_buffer(offsets), pa.py_buffer(blob), validity, int(n - mask.sum())
@@ -255,6 +263,22 @@ class Event(msgspec.Struct, gc=False):
 _Id = _Number | msgspec.UnsetType
 
 
+class EventTsText(msgspec.Struct, gc=False):
+    """:class:`Event` with ``ts`` as its raw JSON text (empty when absent): for traces whose
+    timestamps a double cannot hold (Unix-epoch microseconds with a nanosecond part)."""
+
+    ph: str | None = None
+    name: str | None = None
+    cat: str | None = None
+    ts: msgspec.Raw = msgspec.Raw(b"")
+    dur: _Number = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    id: int | str | None = None
+    bind_id: int | str | None = None
+    args: msgspec.Raw = msgspec.Raw(b"{}")
+
+
 class _ArgIds(msgspec.Struct, gc=False):
     """The id keys of ``args`` (see :data:`CORRELATION_KEYS`, :data:`EXTERNAL_KEYS`)."""
 
@@ -267,16 +291,19 @@ class _ArgIds(msgspec.Struct, gc=False):
 
 
 _EVENTS = msgspec.json.Decoder(list[Event])
+_EVENTS_TS_TEXT = msgspec.json.Decoder(list[EventTsText])
 _ARG_IDS = msgspec.json.Decoder(list[_ArgIds])
 _RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _FIELDS = tuple(Event.__struct_fields__)
 _GETTERS = {f: attrgetter(f) for f in _FIELDS}
 
 
-def decode_structs(data: bytes) -> list[Event]:
-    """A JSON array of events -> typed structs; :class:`NotTyped` when it does not fit."""
+def decode_structs(data: bytes, ts_text: bool = False) -> list[Event] | list[EventTsText]:
+    """A JSON array of events -> typed structs; :class:`NotTyped` when it does not fit.
+
+    ``ts_text``: keep each ``ts`` as its JSON text (:class:`EventTsText`)."""
     try:
-        return _EVENTS.decode(data)
+        return (_EVENTS_TS_TEXT if ts_text else _EVENTS).decode(data)
     except (msgspec.DecodeError, RecursionError, ValueError):  # ValidationError: DecodeError
         raise NotTyped from None  # (ValueError: text that is not UTF-8)
 
@@ -284,10 +311,11 @@ def decode_structs(data: bytes) -> list[Event]:
 class StructRows:
     """A run of events decoded by :func:`decode_structs`."""
 
-    __slots__ = ("events",)
+    __slots__ = ("events", "ts_text")
 
-    def __init__(self, events: list[Event]) -> None:
+    def __init__(self, events: Sequence[Event | EventTsText], ts_text: bool = False) -> None:
         self.events = events
+        self.ts_text = ts_text
 
     def __len__(self) -> int:
         return len(self.events)
@@ -301,12 +329,16 @@ class StructRows:
     def absent(self, key: str) -> np.ndarray:
         if key != "ts":
             raise ValueError(f"only ts tells absent from null here, not {key}")
+        if self.ts_text:
+            texts = cast("list[msgspec.Raw]", self.field("ts"))
+            lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(self))
+            return np.asarray(lengths == 0, dtype=bool)
         unset = msgspec.UNSET
         return np.fromiter((e.ts is unset for e in self.events), dtype=bool, count=len(self))
 
     def take(self, rows: list[int]) -> StructRows:
         ev = self.events
-        return StructRows([ev[i] for i in rows])
+        return StructRows([ev[i] for i in rows], self.ts_text)
 
     def event(self, i: int) -> dict[str, Any]:
         """One event as the dict a generic decoder gives (absent and null keys left out)."""
@@ -316,6 +348,8 @@ class StructRows:
         out: dict[str, Any] = {}
         for f in _FIELDS[:-1]:
             v = getattr(e, f)
+            if type(v) is msgspec.Raw:  # ts as text
+                v = loads(bytes(v)) if len(v) and bytes(v)[:1] in b'"nt' else bytes(v).decode()
             if v is not None and v is not msgspec.UNSET:
                 out[f] = v
         raw = bytes(e.args)
