@@ -176,7 +176,7 @@ def main() -> int:
         print(json.dumps(worker(args.worker[0], args.worker[1])))
         return 0
 
-    files = [Path(f) for f in args.files] or [
+    files = [Path(f).resolve() for f in args.files] or [
         SHARED / f for f in DEFAULT_FILES if (SHARED / f).is_file()
     ]
     tmp = Path(args.tmp)

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from opscope.trace import kineto, rows
 from opscope.trace.kineto import KinetoParse
@@ -276,3 +278,31 @@ def test_timestamps_as_text_beside_odd_ones(
     assert "c" not in starts and typed.skipped["no ts"] == 1
     if odd != "true":  # a boolean is not a time: typed refuses the run, dicts skip the event
         assert count.typed >= 1
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "-"]),
+            st.integers(min_value=0, max_value=10**16),
+            st.one_of(st.none(), st.text(alphabet="0123456789", min_size=1, max_size=6)),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_decimal_text_converts_as_to_ns(items: list[tuple[str, int, str | None]]) -> None:
+    """Whole-array conversion of timestamps kept as text equals :func:`to_ns` value by value
+    (or declines, and the per-value path runs)."""
+    import pyarrow as pa
+
+    from opscope.trace.kineto import _decimal_text_ns, to_ns
+
+    texts = [f"{s}{w}" + ("" if f is None else f".{f}") for s, w, f in items]
+    got = _decimal_text_ns(pa.array(texts))
+    plain = all(s == "" and w < 9 * 10**15 for s, w, _ in items)
+    short = all(w < 9 * 10**15 and (f is None or len(f) <= 3) for _, w, f in items)
+    if plain or short:  # the cases it is there for: it must not decline them
+        assert got is not None
+    if got is not None:
+        assert got.tolist() == [to_ns(t) for t in texts]

@@ -196,7 +196,11 @@ _DECIMAL = r"^(?P<w>\d{1,16})(?:\.(?P<f>\d+))?$"
 def _decimal_text_ns(arr: pa.Array) -> np.ndarray | None:
     """Plain decimal µs written as text (``"1712195495519695.812"``) -> ns, the way
     :func:`to_ns` converts one (three decimals, half up on the fourth), over the whole array;
-    None when any value is not that plain (a sign, an exponent, spaces: :func:`to_ns` then)."""
+    None when any value is not that plain (spaces, more than 16 digits before the point:
+    :func:`to_ns` then).  Nulls come out as 0."""
+    got = _decimal3_ns(arr)
+    if got is not None:
+        return got
     parts = pc.extract_regex(arr.fill_null("0"), _DECIMAL)
     if parts.null_count:
         return None
@@ -213,6 +217,28 @@ def _decimal_text_ns(arr: pa.Array) -> np.ndarray | None:
         + np.asarray(frac3.to_numpy(zero_copy_only=False), dtype=np.int64)
         + np.asarray(up.to_numpy(zero_copy_only=False), dtype=np.int64)
     )
+
+
+def _decimal3_ns(arr: pa.Array) -> np.ndarray | None:
+    """Text with at most three decimals, through Arrow's exact cast to decimal128(19, 3),
+    whose unscaled integers are the nanoseconds; None when the cast refuses (more decimals,
+    not a number) or a value is beyond int64."""
+    import sys
+
+    if sys.byteorder != "little":
+        return None
+    try:
+        dec = arr.cast(pa.decimal128(19, 3))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    words = np.frombuffer(dec.buffers()[1], dtype=np.int64)
+    lo = words[0::2][dec.offset : dec.offset + len(dec)]
+    hi = words[1::2][dec.offset : dec.offset + len(dec)]
+    valid = ~np.asarray(dec.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    fits = np.where(lo >= 0, hi == 0, hi == -1)
+    if not fits[valid].all():
+        return None
+    return np.where(valid, lo, 0).astype(np.int64)
 
 
 def _text_times_ns(raws: list[msgspec.Raw]) -> tuple[np.ndarray, np.ndarray]:
