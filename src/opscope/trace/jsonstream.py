@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import msgspec
 import orjson
 
 from opscope.errors import TraceError
@@ -107,28 +108,92 @@ def decode_piece(piece: bytes, quote: bool) -> list[Any] | None:
     return doc if isinstance(doc, list) else None
 
 
+_BYTE_AT = re.compile(r"\(byte (\d+)\)")
+_SNIPPET = 60
+
+
+def broken_at(data: bytes) -> int | None:
+    """Where ``data`` stops being JSON, when that is before its end: the byte offset of a
+    syntax error (an unescaped quote in a name, bytes that are not UTF-8...).  None when it
+    decodes, or fails only because it ends early (a cut, or a run cut inside an event)."""
+    try:
+        msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        m = _BYTE_AT.search(str(exc))
+        if m is not None and int(m.group(1)) < len(data) - 1:
+            return int(m.group(1))
+    except UnicodeDecodeError:  # its position is within one string: find the byte itself
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return exc.start if exc.start < len(data) - 1 else None
+    except (RecursionError, ValueError):
+        pass
+    return None
+
+
+def around_broken(buf: bytes | bytearray, lo: int, at: int) -> tuple[int, int] | None:
+    """The event holding the syntax error at ``at``, in a run of events starting at ``lo``:
+    ``(last, resume)`` with ``last`` the ``}`` closing the event before it (-1: none) and
+    ``resume`` the ``{`` of the event after it; None when no event follows within ``buf``."""
+    at = max(lo, at - 1)  # the decoder may name the byte after the one it stopped at
+    m = _SPLIT_AT.search(buf, at)
+    if m is None:
+        return None
+    j = buf.rfind(b"}", lo, at)
+    while j >= 0 and not _SPLIT_AT.match(buf, j):
+        j = buf.rfind(b"}", lo, j)
+    return j, m.end() - 1
+
+
 def decode_tail(
     rest: bytes, form: str, quote: bool
-) -> tuple[list[Any] | None, dict[str, Any], bool, bool]:
-    """The bytes after the last run: ``(events, keys after the array, cut, quoted)``.
+) -> tuple[list[Any] | None, dict[str, Any], bool, bool, list[tuple[int, bytes]]]:
+    """The bytes after the last run: ``(events, keys after the array, cut, quoted, skipped)``.
 
     ``events`` is None when the document holds no event list there; ``cut`` says the document
     was cut short (or broken near the end) and ``events`` are the complete ones before the cut.
+    An event that is not JSON (see :func:`broken_at`) with events after it is skipped:
+    ``skipped`` holds where it starts in ``rest`` and the bytes around where it breaks.
     """
     head = b'{"traceEvents":[' if form == "object" else b"["
-    data = head + rest
-    if LONG_TS.search(data):
-        quote = True
-        data = quote_long_timestamps(data)
-    doc = _try(data)
-    if form == "object" and isinstance(doc, dict):
-        events = doc.pop("traceEvents", [])
-        return (events if isinstance(events, list) else None), doc, False, quote
-    if form == "array" and isinstance(doc, list):
-        return doc, {}, False, quote
+    kept: list[Any] = []
+    skipped: list[tuple[int, bytes]] = []
+    base = skip_end = 0
+    for _ in range(10_000):  # each pass skips one broken event: bounded
+        data = head + rest
+        if LONG_TS.search(data):
+            quote = True
+            data = quote_long_timestamps(data)
+        doc = _try(data)
+        if form == "object" and isinstance(doc, dict):
+            events = doc.pop("traceEvents", [])
+            if not isinstance(events, list):
+                return (kept or None), doc, False, quote, skipped
+            return kept + events, doc, False, quote, skipped
+        if form == "array" and isinstance(doc, list):
+            return kept + doc, {}, False, quote, skipped
+        at = broken_at(head + rest)
+        around = around_broken(rest, 0, at - len(head)) if at and at >= len(head) else None
+        if around is None:
+            break
+        last, resume = around
+        if last >= 0:
+            before = decode_piece(rest[: last + 1], quote)
+            if before is None:
+                last = -1  # skip those too: losing a few events beats losing the rest
+            else:
+                kept += before
+        start = last + 2 if last >= 0 else 0
+        if not (last < 0 and skipped and skip_end == base):  # else: the same event, on
+            bad = at - len(head)
+            skipped.append((base + start, rest[max(start, bad - _SNIPPET) : bad + 20]))
+        base += resume
+        skip_end = base
+        rest = rest[resume:]
     # cut short (or broken near the end): keep the complete events before the cut
-    kept = last_complete_events(rest, quote)
-    return (kept if kept is not None else []), {}, True, quote
+    tail = last_complete_events(rest, quote)
+    return kept + (tail if tail is not None else []), {}, True, quote, skipped
 
 
 def last_complete_events(rest: bytes, quote: bool) -> list[Any] | None:
@@ -163,6 +228,12 @@ class EventStream:
         self.quote = False  # quote long timestamps before decoding (set by the caller)
         self.events_seen = 0
         self.bytes_read = 0
+        # events skipped for not being JSON: (where it starts in the decompressed stream, the
+        # bytes around the place it stops being JSON)
+        self.invalid: list[tuple[int, bytes]] = []
+        self._dropped = 0  # bytes cut from the front of the buffer so far
+        self._tail_at = 0  # where the tail starts in the decompressed stream
+        self._skip_end = -1  # where the last skipped event ended
         self._eof = False
 
     def _read(self, buf: bytearray) -> bool:
@@ -242,9 +313,10 @@ class EventStream:
             yield "piece", b"".join((memoryview(buf)[pos : k + 1],))
             m2 = _SPLIT_AT.match(buf, k)
             assert m2 is not None
-            del buf[: m2.end() - 1]
+            self._cut_front(buf, m2.end() - 1)
             pos = 0
             need = self.chunk_bytes
+        self._tail_at = self._dropped + pos
         yield "tail", bytes(buf[pos:])
 
     def __iter__(self) -> Iterator[tuple[list[Any], bytes | None]]:
@@ -273,7 +345,31 @@ class EventStream:
                     yield events, piece
                     m2 = _SPLIT_AT.match(buf, k)
                     assert m2 is not None
-                    del buf[: m2.end() - 1]
+                    self._cut_front(buf, m2.end() - 1)
+                    pos = 0
+                    done = True
+                    break
+                at = broken_at(b"[" + piece + b"]")
+                around = around_broken(buf, pos, pos + at - 1) if at else None
+                if around is not None:
+                    # an event that is not JSON, with events after it: keep the ones before
+                    # it, skip it, go on from the next one
+                    last, resume = around
+                    if last >= 0:
+                        before = b"".join((memoryview(buf)[pos : last + 1],))
+                        events = self.decode_piece(before)
+                        if events is None:
+                            k = self._last_split(buf, pos, k)
+                            continue
+                        self.events_seen += len(events)
+                        yield events, before
+                    start = last + 2 if last >= 0 else pos
+                    if self._dropped + start != self._skip_end:  # else: the same event, on
+                        bad = pos + at - 1
+                        near = bytes(buf[max(start, bad - _SNIPPET) : bad + 20])
+                        self.invalid.append((self._dropped + start, near))
+                    self._cut_front(buf, resume)
+                    self._skip_end = self._dropped
                     pos = 0
                     done = True
                     break
@@ -281,7 +377,12 @@ class EventStream:
             # no guess decoded: one event larger than the run, or broken JSON; grow geometrically
             # so a broken file costs a bounded number of attempts
             need = self.chunk_bytes if done else need * 2
+        self._tail_at = self._dropped + pos
         yield from self._tail(bytes(buf[pos:]))
+
+    def _cut_front(self, buf: bytearray, n: int) -> None:
+        del buf[:n]
+        self._dropped += n
 
     @staticmethod
     def _last_split(buf: bytearray, lo: int, hi: int) -> int:
@@ -296,14 +397,24 @@ class EventStream:
 
     def _tail(self, rest: bytes) -> Iterator[tuple[list[Any], bytes | None]]:
         """The last run: its events, the keys after the array, or a recovery from a cut."""
-        events, meta, cut, quoted = decode_tail(rest, self.form, self.quote)
+        events, meta, cut, quoted, skipped = decode_tail(rest, self.form, self.quote)
         self.quote = self.quote or quoted
-        self.end(len(events) if events is not None else 0, meta, cut)
+        self.end(len(events) if events is not None else 0, meta, cut, skipped)
         if events is not None and (events or not cut):
             yield events, None
 
-    def end(self, n_events: int, meta: dict[str, Any], cut: bool) -> None:
-        """Account for the tail (see :func:`decode_tail`): count, keys, the cut warning."""
+    def end(
+        self,
+        n_events: int,
+        meta: dict[str, Any],
+        cut: bool,
+        skipped: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        """Account for the tail (see :func:`decode_tail`): count, keys, events skipped for not
+        being JSON, the cut warning."""
+        for off, head in skipped or ():
+            if self._tail_at + off != self._skip_end:  # else: an event skipped before, going on
+                self.invalid.append((self._tail_at + off, head))
         self.meta.update(meta)
         self.events_seen += n_events
         if not cut:

@@ -822,19 +822,19 @@ def _typed_tail(
 
 def _convert_tail(
     rest: bytes, form: str, quote: bool, portable: bool
-) -> tuple[RunParts | None, int, dict[str, Any], bool, bool]:
+) -> tuple[RunParts | None, int, dict[str, Any], bool, bool, list[tuple[int, bytes]]]:
     """The tail (see :func:`~opscope.trace.jsonstream.decode_tail`), converted."""
     from opscope.trace.jsonstream import decode_tail
 
     typed = _typed_tail(rest, form, quote)
     if typed is not None:
         tparts, n_events, meta, quoted = typed
-        return (_portable(tparts) if portable else tparts), n_events, meta, False, quoted
-    events, meta, cut, quoted = decode_tail(rest, form, quote)
+        return (_portable(tparts) if portable else tparts), n_events, meta, False, quoted, []
+    events, meta, cut, quoted, skipped = decode_tail(rest, form, quote)
     if events is None or (cut and not events):
-        return None, 0, meta, cut, quoted
+        return None, 0, meta, cut, quoted, skipped
     parts = convert_run(events) if events else RunParts(0, 0, None, [], [], [], None, 0)
-    return (_portable(parts) if portable else parts), len(events), meta, cut, quoted
+    return (_portable(parts) if portable else parts), len(events), meta, cut, quoted, skipped
 
 
 def _workers(workers: int | None) -> int:
@@ -893,10 +893,19 @@ def parse_file(
                 again = stream.decode_piece(piece)
                 builder.add(again if again is not None else events)
             del events, piece
-        return builder.finish(stream.meta), _warnings(path, data, stream)
+        return _finish(builder, stream), _warnings(path, data, stream)
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+NOT_JSON = "not JSON (skipped to the next event)"
+
+
+def _finish(builder: KinetoBuilder, stream: Any) -> KinetoParse:
+    if stream.invalid:
+        builder.skipped[NOT_JSON] += len(stream.invalid)
+    return builder.finish(stream.meta)
 
 
 def _warnings(path: Path, data: Any, stream: Any) -> list[str]:
@@ -905,6 +914,16 @@ def _warnings(path: Path, data: Any, stream: Any) -> list[str]:
         warnings.append(f"{path}: {data.cut}")
     if stream.warning:
         warnings.append(stream.warning)
+    if stream.invalid:
+        at, head = stream.invalid[0]
+        n = len(stream.invalid)
+        text = head.decode("utf-8", "replace").strip()
+        warnings.append(
+            f"{path}: {n} event{'s' if n > 1 else ''} that {'are' if n > 1 else 'is'} not "
+            f"JSON skipped, every other event kept (the first at byte {at} of the JSON, "
+            f"near ...{text!r}...; a name holding an unescaped quote, which torch's trace "
+            "export does not escape, is one cause)"
+        )
     return warnings
 
 
@@ -992,8 +1011,8 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
                 tail = tail.result()
             else:
                 tail = _convert_tail(item, stream.form, quote, False)
-            parts, n_events, meta, cut, _ = tail
-            stream.end(n_events, meta, cut)
+            parts, n_events, meta, cut, _, skipped = tail
+            stream.end(n_events, meta, cut, skipped)
             if parts is not None:
                 builder.merge(_restored(parts))
     finally:
@@ -1001,4 +1020,4 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
             for _, _, fut in pending:
                 fut.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
-    return builder.finish(stream.meta)
+    return _finish(builder, stream)
