@@ -525,9 +525,9 @@ def test_typed_decoder_matches_dicts(rel: str, monkeypatch: pytest.MonkeyPatch) 
     outcomes: list[bool] = []
     real = kineto.convert_typed
 
-    def counting(piece: bytes, quote: bool, strict: bool = False) -> Any:
+    def counting(piece: bytes) -> Any:
         try:
-            parts = real(piece, quote, strict)
+            parts = real(piece)
         except rows.NotTyped:
             outcomes.append(False)
             raise

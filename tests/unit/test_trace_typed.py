@@ -34,9 +34,9 @@ def count(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Count]:
     c = _Count()
     real = kineto.convert_typed
 
-    def counting(piece: bytes, quote: bool, strict: bool = False) -> Any:
+    def counting(piece: bytes) -> Any:
         try:
-            parts = real(piece, quote, strict)
+            parts = real(piece)
         except rows.NotTyped:
             c.refused += 1
             raise
@@ -129,7 +129,6 @@ def test_args_text_is_compact_and_as_written(
 @pytest.mark.parametrize(
     "events",
     [
-        pytest.param([X("a", True, 1)], id="boolean ts"),
         pytest.param([X("a", 1, 1, args=[1, 2])], id="args not an object"),
         pytest.param([X("a", 1, 1, args={"External id": True})], id="boolean id"),
         pytest.param([X("a", 1, 1, pid=1.5)], id="float pid"),
@@ -157,7 +156,7 @@ def test_lone_surrogate_goes_to_dicts(
     [
         pytest.param([X("a", 1, 1, args={"External id": 2**70})], id="id beyond 64 bits"),
         pytest.param([X("a", "12.5", "3", args={"External id": "7"})], id="numbers as text"),
-        pytest.param([X("a", 1.0005, 0.0015)], id="sub-ns fractions"),
+        pytest.param([X("a", True, 1), X("b", 1, 1)], id="boolean ts"),
         pytest.param([X("a", 1, -1), X("b", 2, 1)], id="negative duration"),
         pytest.param(
             [{"ph": "X", "name": "a", "dur": 1}, {"ph": "X", "name": "b", "ts": None, "dur": 1}],
@@ -187,6 +186,21 @@ def test_unusual_values_the_typed_decoder_reads(
 ) -> None:
     both(tmp_path, monkeypatch, json.dumps({"traceEvents": events}))
     assert count.typed >= 1 and count.refused == 0
+
+
+def test_sub_nanosecond_digits_round_half_up_from_the_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+) -> None:
+    """The one place the two paths differ: a timestamp written with more than three decimals.
+    The typed path reads the text (1.0005 us -> 1001 ns, half up, as for epoch values); the
+    dict path rounds the double nearest to it (1.000499999... -> 1000 ns)."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [X("a", 1.0005, 1), X("b", 2.0004, 1)]}))
+    typed, _ = kineto.parse_file(path, workers=0)
+    plain = _dict_only(path, monkeypatch)
+    assert count.typed == 1
+    assert typed.events.column("start_ns").to_pylist() == [1001, 2000]
+    assert plain.events.column("start_ns").to_pylist() == [1000, 2000]
 
 
 def test_epoch_float_timestamps_keep_their_nanoseconds(

@@ -177,6 +177,7 @@ def decode_tail(
         around = around_broken(rest, 0, at - len(head)) if at and at >= len(head) else None
         if around is None:
             break
+        assert at is not None
         last, resume = around
         if last >= 0:
             before = decode_piece(rest[: last + 1], quote)
@@ -351,7 +352,7 @@ class EventStream:
                     break
                 at = broken_at(b"[" + piece + b"]")
                 around = around_broken(buf, pos, pos + at - 1) if at else None
-                if around is not None:
+                if at is not None and around is not None:
                     # an event that is not JSON, with events after it: keep the ones before
                     # it, skip it, go on from the next one
                     last, resume = around

@@ -399,12 +399,13 @@ def convert_run(events: list[Any], strict: bool = False) -> RunParts:
     return _convert(DictRows(events), count, dropped, strict)
 
 
-def convert_typed(piece: bytes, quote: bool, strict: bool) -> RunParts:
+def convert_typed(piece: bytes) -> RunParts:
     """Decode and convert one run (``piece``: events comma-separated, without brackets) with
     the typed decoder; :class:`~opscope.trace.rows.NotTyped` when the run does not fit it
-    (or is not a run of events at all), :class:`NeedsQuoting` as :func:`convert_run`."""
-    events = decode_structs(b"[" + piece + b"]", ts_text=quote)
-    return _convert(StructRows(events, quote), len(events), 0, strict)
+    (or is not a run of events at all).  Timestamps are read from their text, so no digit is
+    lost to a double (Unix-epoch microseconds with a nanosecond part)."""
+    events = decode_structs(b"[" + piece + b"]", ts_text=True)
+    return _convert(StructRows(events, True), len(events), 0, False)
 
 
 def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
@@ -413,17 +414,12 @@ def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
     Returns the parts and whether timestamps were decoded as text (``quote``, or turned on
     here because a double could not hold them); None when ``piece`` is not a run of events.
     """
-    from opscope.trace.jsonstream import LONG_TS, decode_piece
+    from opscope.trace.jsonstream import decode_piece
 
-    # a run with long timestamps would be decoded once as doubles, refused and decoded again
-    quote = quote or LONG_TS.search(piece) is not None
-    for q in (quote, True):
-        try:
-            return convert_typed(piece, q, strict=not q), q
-        except NotTyped:
-            break
-        except NeedsQuoting:
-            continue
+    try:
+        return convert_typed(piece), quote
+    except NotTyped:
+        pass
     events = decode_piece(piece, quote)
     if events is None:
         return None
@@ -782,7 +778,7 @@ def _typed_tail(
 ) -> tuple[RunParts, int, dict[str, Any], bool] | None:
     """The tail through the typed decoder: ``(parts, events, keys after the array, quoted)``,
     or None when it does not fit (cut short, unusual values): :func:`decode_tail` decides."""
-    from opscope.trace.jsonstream import LONG_TS, loads
+    from opscope.trace.jsonstream import loads
 
     meta: dict[str, Any] = {}
     if form == "object":
@@ -808,16 +804,11 @@ def _typed_tail(
         piece = body[:-1]
     else:
         return None
-    quote = quote or LONG_TS.search(piece) is not None
-    for q in (quote, True):
-        try:
-            parts = convert_typed(piece, q, strict=not q)
-        except NotTyped:
-            return None
-        except NeedsQuoting:
-            continue
-        return parts, parts.count, meta, q
-    return None
+    try:
+        parts = convert_typed(piece)
+    except NotTyped:
+        return None
+    return parts, parts.count, meta, quote
 
 
 def _convert_tail(
