@@ -120,15 +120,21 @@ def broken_at(data: bytes) -> int | None:
         msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         m = _BYTE_AT.search(str(exc))
-        if m is not None and int(m.group(1)) < len(data) - 1:
-            return int(m.group(1))
-    except UnicodeDecodeError:  # its position is within one string: find the byte itself
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return exc.start if exc.start < len(data) - 1 else None
+        if m is not None:
+            return int(m.group(1)) if int(m.group(1)) < len(data) - 1 else None
+        return _bad_utf8_at(data)  # msgspec >= 0.23 names no byte for bad UTF-8
+    except UnicodeDecodeError:  # msgspec < 0.23: a position within one string
+        return _bad_utf8_at(data)
     except (RecursionError, ValueError):
         pass
+    return None
+
+
+def _bad_utf8_at(data: bytes) -> int | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start if exc.start < len(data) - 1 else None
     return None
 
 
