@@ -183,3 +183,22 @@ def test_a_clear_speedup_on_noisy_rounds_is_faster() -> None:
     noise = _paired_noise(t_ref, t_var)
     assert noise < point - 1  # the spread of single rounds (IQR 1.4) is not the noise
     assert verdict(point, ci, noise) == "faster"
+
+
+def test_cpu_threads_note_on_small_machines() -> None:
+    from opscope.bench.compare import cpu_threads_note
+    from opscope.report.compare import render_html, render_text
+
+    note = cpu_threads_note(threads=2, cores=2)
+    assert note is not None and "torch.set_num_threads(1)" in note
+    assert cpu_threads_note(threads=1, cores=2) is None  # fewer threads than cores
+    assert cpu_threads_note(threads=16, cores=16) is None  # a big machine absorbs other load
+    assert cpu_threads_note(threads=1, cores=1) is None  # nothing to leave free
+    data = {
+        "device": {"name": "cpu"},
+        "reference": "a",
+        "variants": [],
+        "notes": [note],
+    }
+    assert "set_num_threads(1)" in render_text(data)
+    assert "set_num_threads(1)" in render_html(data)

@@ -101,6 +101,7 @@ class ComparisonData:
     device: dict[str, Any]
     reference: str
     variants: list[VariantOutcome] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the measurement itself
 
     def variant(self, name: str) -> VariantOutcome | None:
         return next((v for v in self.variants if v.name == name), None)
@@ -112,6 +113,7 @@ class ComparisonData:
             "reference": self.reference,
             "noise_floor": NOISE_FLOOR,
             "variants": [v.to_dict() for v in self.variants],
+            "notes": list(self.notes),
         }
 
 
@@ -180,6 +182,25 @@ def _paired_noise(ref: Timing, var: Timing) -> float:
     return float((q3 - q1) / np.sqrt(len(a)))
 
 
+def cpu_threads_note(threads: int | None = None, cores: int | None = None) -> str | None:
+    """A warning when torch's intra-op threads cover every core of a small machine: other load
+    then phase-locks with the thread pool and can make one of two identical functions
+    consistently slower for a whole run (measured on a 2-core machine under a background load:
+    3 false verdicts in 16 runs with 2 threads, none in 20 with 1)."""
+    if threads is None:
+        import torch
+
+        threads = torch.get_num_threads()
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    if cores > 4 or threads < cores or cores < 2:
+        return None
+    return (
+        f"torch runs {threads} intra-op threads on this {cores}-core machine: any other load "
+        "can skew one variant for a whole run; for steadier numbers, "
+        f"torch.set_num_threads({cores - 1})"
+    )
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else ""
@@ -217,6 +238,10 @@ def run_comparison(
     spec = device if isinstance(device, DeviceSpec) else resolve_device(device)
     args = inputs() if callable(inputs) else tuple(inputs)
     result = ComparisonData(device=spec.to_dict(), reference=ref_name)
+    if spec.kind == "cpu":
+        note = cpu_threads_note()
+        if note:
+            result.notes.append(note)
     outcomes = {n: VariantOutcome(name=n) for n in names}
     outputs: dict[str, Any] = {}
     ctx_factory = first_call_context or contextlib.nullcontext

@@ -76,6 +76,8 @@ def table(data: dict[str, Any]) -> Table:
 def render_text(data: dict[str, Any], width: int = 130) -> str:
     console = Console(record=True, width=width, file=io.StringIO())
     console.print(table(data))
+    for note in data.get("notes") or ():
+        console.print(f"  note: {note}", markup=False)
     for v in data["variants"]:
         if v.get("error"):
             console.print(f"  {v['name']} failed: {v['error']}", markup=False)
@@ -163,5 +165,6 @@ def render_html(data: dict[str, Any]) -> str:
         "td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}</style></head><body>"
         f"<h1>Comparison (reference: {_e(data.get('reference'))})</h1>"
         f"<p>device: {_e(data.get('device', {}).get('name', ''))}</p>"
-        f"{''.join(svg)}<table><tr>{heads}</tr>{body_rows}</table></body></html>\n"
+        + "".join(f"<p>note: {_e(n)}</p>" for n in data.get("notes") or ())
+        + f"{''.join(svg)}<table><tr>{heads}</tr>{body_rows}</table></body></html>\n"
     )
