@@ -14,18 +14,22 @@ Contract: :class:`KinetoBuilder` is fed decoded runs of ``traceEvents`` (lists o
 
 Times: Kineto writes ``ts``/``dur`` in microseconds with up to three decimals, relative to
 ``baseTimeNanoseconds`` when that key is present (torch >= 2.0) and as Unix-epoch microseconds
-before.  Nanoseconds are exact: integers are multiplied; below 2**43 µs (about 100 days) doubles
-are closer than 1 ns, so the whole microseconds and the fraction, taken apart, give the written
-three decimals back; larger values (Unix-epoch microseconds with a nanosecond part) are decoded
-from the text as strings (the caller re-decodes a run with them quoted, see
-:func:`has_long_float_ts`) and converted digit by digit.  Times are never rounded to µs.
+before.  Nanoseconds are exact.  The typed decoder reads every ``ts`` from its text (plain
+decimals through Arrow's exact ``decimal128(19, 3)`` cast, :func:`_decimal_text_ns`).  The dict
+path multiplies integers; below 2**43 µs (about 100 days) doubles are closer than 1 ns, so
+the whole microseconds and the fraction, taken apart, give the written three decimals back;
+a run with larger values (Unix-epoch microseconds with a nanosecond part) raises
+:class:`NeedsQuoting` and is decoded again with them quoted, converted digit by digit.
+Times are never rounded to µs.
 
-Speed: the per-field work is done by Arrow/NumPy over whole runs; ``args`` are serialised with
-one ``orjson.dumps`` call per run (see :func:`_dump_args`).  Any run that does not fit the fast
-path (mixed types, huge integers, strings where numbers belong) falls back, per field, to exact
-per-value Python code.  A run converts without cross-run state (:func:`convert_run`), so
-:func:`parse_file` converts the runs of a large file in worker processes and merges them in
-file order (:meth:`KinetoBuilder.merge`).
+Decoding: a run is first decoded by the typed decoder (:func:`convert_typed`, msgspec structs
+with only the fields the table reads, ``args`` as raw text; :mod:`opscope.trace.rows`); a run
+it cannot read exactly goes through dicts (:func:`convert_run`).  The same conversion code
+serves both (:func:`_convert`): per-field work by Arrow/NumPy over whole runs, exact
+per-value Python code where a field does not fit (mixed types, huge integers, strings where
+numbers belong).  A run converts without cross-run state, so :func:`parse_file` converts the
+runs of a large file in worker processes and merges them in file order
+(:meth:`KinetoBuilder.merge`).
 """
 
 from __future__ import annotations
