@@ -14,7 +14,11 @@ can occur inside ``args`` or a string); a guess is accepted only when the run de
 array, which cannot happen when the run ends inside an event (an ``{`` would stay open).
 
 Bad input: a document that is not JSON raises :class:`TraceError`; a document cut short keeps
-every complete event before the cut and says so in :attr:`warning`.  All loops are bounded.
+every complete event before the cut and says so in :attr:`warning`; an event in the middle
+that is not JSON (torch writes record_function names with their quotes unescaped) is skipped
+from where the decoder says it breaks to the next event boundary, and listed in
+:attr:`EventStream.invalid` (:func:`broken_at`, :func:`around_broken`).  All loops are
+bounded.
 """
 
 from __future__ import annotations
