@@ -88,9 +88,14 @@ def render_study(data: dict[str, Any]) -> Group:
 
 
 def _common_parent(paths: list[str]) -> str:
+    """The folder that holds the run folders (their common ancestor; for one folder, its
+    parent)."""
     import os
 
     try:
-        return os.path.dirname(os.path.commonpath(paths)) or "."
-    except ValueError:
+        common = os.path.commonpath(paths)
+    except ValueError:  # absolute and relative mixed, or nothing
         return "."
+    if len(set(map(os.path.normpath, paths))) <= 1:
+        common = os.path.dirname(common)
+    return common or "."
