@@ -55,6 +55,7 @@ from opscope.trace.rows import (
     infer,
     int_array,
     null_mask,
+    raw_value,
     texts_array,
     to_np_int,
 )
@@ -155,7 +156,7 @@ def _times_ns(
     ``strict``: raise :class:`NeedsQuoting` rather than convert a float at or above 2**43 µs.
     """
     n = len(values)
-    # let Arrow infer the type: asked for int64 it would silently truncate floats
+    # typed by what the values are: cast to int64, floats would be truncated
     arr = infer(values)
     if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)):
         a = to_np_int(arr)
@@ -249,25 +250,11 @@ def _text_times_ns(raws: list[msgspec.Raw]) -> tuple[np.ndarray, np.ndarray]:
     """(ns, bad) for timestamps kept as their JSON text (empty: absent): plain decimals all at
     once; anything else (strings, null, signs, exponents) value by value, numbers from their
     text so that no digit is lost."""
-    from opscope.trace.jsonstream import loads
-
     arr, _ = texts_array(raws, objects_only=False)
     got = _decimal_text_ns(arr)
     if got is not None:
         return got, np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    values: list[Any] = []
-    for r in raws:
-        text = bytes(r)
-        if not text:
-            values.append(None)
-        elif text[:1] in b'"nt[{f':  # a string, null, a boolean or worse: decode it
-            try:
-                values.append(loads(text))
-            except ValueError:
-                values.append(None)
-        else:
-            values.append(text.decode("ascii", "replace"))
-    return _times_ns(values, missing_ok=False)
+    return _times_ns([raw_value(bytes(r)) for r in raws], missing_ok=False)
 
 
 @dataclass
@@ -408,8 +395,8 @@ def convert_typed(piece: bytes) -> RunParts:
     the typed decoder; :class:`~opscope.trace.rows.NotTyped` when the run does not fit it
     (or is not a run of events at all).  Timestamps are read from their text, so no digit is
     lost to a double (Unix-epoch microseconds with a nanosecond part)."""
-    events = decode_structs(b"[" + piece + b"]", ts_text=True)
-    return _convert(StructRows(events, True), len(events), 0, False)
+    events = decode_structs(b"[" + piece + b"]")
+    return _convert(StructRows(events), len(events), 0, False)
 
 
 def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
@@ -437,7 +424,7 @@ def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
 
 def _convert(events: Rows, count: int, dropped: int, strict: bool) -> RunParts:
     n = len(events)
-    if isinstance(events, StructRows) and events.ts_text:
+    if isinstance(events, StructRows):
         ts_all, ts_bad = _text_times_ns(events.field("ts"))
     else:
         ts_all, ts_bad = _times_ns(events.field("ts"), missing_ok=False, strict=strict)

@@ -15,7 +15,7 @@ the same conversion code serves both decoders:
   the caller converts the run through :class:`DictRows` instead.  Both give the same table,
   except that the typed path's ``args`` text is the trace's own text with whitespace removed
   rather than a re-serialisation (numbers and escapes as written), and that it reads every
-  ``ts`` from its text (:class:`EventTsText`), so a timestamp written with more than three
+  ``ts`` from its text (:class:`Event`), so a timestamp written with more than three
   decimals rounds half up from the text where the dict path rounds the double nearest to it.
 """
 
@@ -272,27 +272,11 @@ _Number = int | float | str | None
 
 
 class Event(msgspec.Struct, gc=False):
-    """The fields of a trace event the table reads; every other key is skipped undecoded."""
+    """The fields of a trace event the table reads; every other key is skipped undecoded.
 
-    ph: str | None = None
-    name: str | None = None
-    cat: str | None = None
-    ts: _Number | msgspec.UnsetType = msgspec.UNSET
-    dur: _Number = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    id: int | str | None = None
-    bind_id: int | str | None = None
-    args: msgspec.Raw = msgspec.Raw(b"{}")
-
-
-_Id = _Number | msgspec.UnsetType
-
-
-class EventTsText(msgspec.Struct, gc=False):
-    """:class:`Event` with ``ts`` as its raw JSON text (empty when absent): no digit is lost
-    to a double (Unix-epoch microseconds with a nanosecond part), and three-decimal text
-    converts to nanoseconds in one exact Arrow cast."""
+    ``ts`` stays its raw JSON text (empty when absent): no digit is lost to a double
+    (Unix-epoch microseconds with a nanosecond part), and three-decimal text converts to
+    nanoseconds in one exact Arrow cast."""
 
     ph: str | None = None
     name: str | None = None
@@ -304,6 +288,9 @@ class EventTsText(msgspec.Struct, gc=False):
     id: int | str | None = None
     bind_id: int | str | None = None
     args: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+_Id = _Number | msgspec.UnsetType
 
 
 class _ArgIds(msgspec.Struct, gc=False):
@@ -318,31 +305,43 @@ class _ArgIds(msgspec.Struct, gc=False):
 
 
 _EVENTS = msgspec.json.Decoder(list[Event])
-_EVENTS_TS_TEXT = msgspec.json.Decoder(list[EventTsText])
 _ARG_IDS = msgspec.json.Decoder(list[_ArgIds])
 _RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _FIELDS = tuple(Event.__struct_fields__)
 _GETTERS = {f: attrgetter(f) for f in _FIELDS}
 
 
-def decode_structs(data: bytes, ts_text: bool = False) -> list[Event] | list[EventTsText]:
-    """A JSON array of events -> typed structs; :class:`NotTyped` when it does not fit.
-
-    ``ts_text``: keep each ``ts`` as its JSON text (:class:`EventTsText`)."""
+def decode_structs(data: bytes) -> list[Event]:
+    """A JSON array of events -> typed structs; :class:`NotTyped` when it does not fit."""
     try:
-        return (_EVENTS_TS_TEXT if ts_text else _EVENTS).decode(data)
+        return _EVENTS.decode(data)
     except (msgspec.DecodeError, RecursionError, ValueError):  # ValidationError: DecodeError
         raise NotTyped from None  # (ValueError: text that is not UTF-8)
+
+
+def raw_value(text: bytes) -> Any:
+    """A value kept as its raw JSON text (``ts``), as the dict path sees it: None when absent,
+    a number as its text (converted exactly later), anything else decoded (a string, null, a
+    boolean, worse; None when it is not JSON)."""
+    from opscope.trace.jsonstream import loads
+
+    if not text:
+        return None
+    if text[:1] not in b'"nt[{f':
+        return text.decode("ascii", "replace")
+    try:
+        return loads(text)
+    except ValueError:
+        return None
 
 
 class StructRows:
     """A run of events decoded by :func:`decode_structs`."""
 
-    __slots__ = ("events", "ts_text")
+    __slots__ = ("events",)
 
-    def __init__(self, events: Sequence[Event | EventTsText], ts_text: bool = False) -> None:
+    def __init__(self, events: Sequence[Event]) -> None:
         self.events = events
-        self.ts_text = ts_text
 
     def __len__(self) -> int:
         return len(self.events)
@@ -356,16 +355,13 @@ class StructRows:
     def absent(self, key: str) -> np.ndarray:
         if key != "ts":
             raise ValueError(f"only ts tells absent from null here, not {key}")
-        if self.ts_text:
-            texts = cast("list[msgspec.Raw]", self.field("ts"))
-            lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(self))
-            return np.asarray(lengths == 0, dtype=bool)
-        unset = msgspec.UNSET
-        return np.fromiter((e.ts is unset for e in self.events), dtype=bool, count=len(self))
+        texts = cast("list[msgspec.Raw]", self.field("ts"))
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(self))
+        return np.asarray(lengths == 0, dtype=bool)
 
     def take(self, rows: list[int]) -> StructRows:
         ev = self.events
-        return StructRows([ev[i] for i in rows], self.ts_text)
+        return StructRows([ev[i] for i in rows])
 
     def event(self, i: int) -> dict[str, Any]:
         """One event as the dict a generic decoder gives (absent and null keys left out)."""
@@ -375,9 +371,9 @@ class StructRows:
         out: dict[str, Any] = {}
         for f in _FIELDS[:-1]:
             v = getattr(e, f)
-            if type(v) is msgspec.Raw:  # ts as text
-                v = loads(bytes(v)) if len(v) and bytes(v)[:1] in b'"nt' else bytes(v).decode()
-            if v is not None and v is not msgspec.UNSET:
+            if f == "ts":
+                v = raw_value(bytes(v))
+            if v is not None:
                 out[f] = v
         raw = bytes(e.args)
         if raw != b"{}":
