@@ -142,10 +142,12 @@ def _bad_utf8_at(data: bytes) -> int | None:
     return None
 
 
-def around_broken(buf: bytes | bytearray, lo: int, at: int) -> tuple[int, int] | None:
+def around_broken(buf: bytes | bytearray, lo: int, at: int) -> tuple[int, int, int, bytes] | None:
     """The event holding the syntax error at ``at``, in a run of events starting at ``lo``:
-    ``(last, resume)`` with ``last`` the ``}`` closing the event before it (-1: none) and
-    ``resume`` the ``{`` of the event after it; None when no event follows within ``buf``."""
+    ``(last, start, resume, near)`` with ``last`` the ``}`` closing the event before it (-1:
+    none), ``start`` where the broken event starts, ``resume`` the ``{`` of the event after it
+    and ``near`` the bytes around the error; None when no event follows within ``buf``."""
+    near_at = at
     at = max(lo, at - 1)  # the decoder may name the byte after the one it stopped at
     m = _SPLIT_AT.search(buf, at)
     if m is None:
@@ -153,23 +155,26 @@ def around_broken(buf: bytes | bytearray, lo: int, at: int) -> tuple[int, int] |
     j = buf.rfind(b"}", lo, at)
     while j >= 0 and not _SPLIT_AT.match(buf, j):
         j = buf.rfind(b"}", lo, j)
-    return j, m.end() - 1
+    start = j + 2 if j >= 0 else lo
+    near = bytes(buf[max(start, near_at - _SNIPPET) : near_at + 20])
+    return j, start, m.end() - 1, near
 
 
 def decode_tail(
     rest: bytes, form: str, quote: bool
-) -> tuple[list[Any] | None, dict[str, Any], bool, bool, list[tuple[int, bytes]]]:
+) -> tuple[list[Any] | None, dict[str, Any], bool, bool, list[tuple[int, int, bytes]]]:
     """The bytes after the last run: ``(events, keys after the array, cut, quoted, skipped)``.
 
     ``events`` is None when the document holds no event list there; ``cut`` says the document
     was cut short (or broken near the end) and ``events`` are the complete ones before the cut.
     An event that is not JSON (see :func:`broken_at`) with events after it is skipped:
-    ``skipped`` holds where it starts in ``rest`` and the bytes around where it breaks.
+    ``skipped`` holds, per skip, where it starts and ends in ``rest`` and the bytes around
+    where it breaks (see :meth:`EventStream.note_invalid`).
     """
     head = b'{"traceEvents":[' if form == "object" else b"["
     kept: list[Any] = []
-    skipped: list[tuple[int, bytes]] = []
-    base = skip_end = 0
+    skipped: list[tuple[int, int, bytes]] = []
+    base = 0
     for _ in range(10_000):  # each pass skips one broken event: bounded
         data = head + rest
         if LONG_TS.search(data):
@@ -187,20 +192,15 @@ def decode_tail(
         around = around_broken(rest, 0, at - len(head)) if at and at >= len(head) else None
         if around is None:
             break
-        assert at is not None
-        last, resume = around
+        last, start, resume, near = around
         if last >= 0:
             before = decode_piece(rest[: last + 1], quote)
             if before is None:
-                last = -1  # skip those too: losing a few events beats losing the rest
+                start = 0  # skip those too: losing a few events beats losing the rest
             else:
                 kept += before
-        start = last + 2 if last >= 0 else 0
-        if not (last < 0 and skipped and skip_end == base):  # else: the same event, on
-            bad = at - len(head)
-            skipped.append((base + start, rest[max(start, bad - _SNIPPET) : bad + 20]))
+        skipped.append((base + start, base + resume, near))
         base += resume
-        skip_end = base
         rest = rest[resume:]
     # cut short (or broken near the end): keep the complete events before the cut
     tail = last_complete_events(rest, quote)
@@ -362,10 +362,10 @@ class EventStream:
                     break
                 at = broken_at(b"[" + piece + b"]")
                 around = around_broken(buf, pos, pos + at - 1) if at else None
-                if at is not None and around is not None:
+                if around is not None:
                     # an event that is not JSON, with events after it: keep the ones before
                     # it, skip it, go on from the next one
-                    last, resume = around
+                    last, start, resume, near = around
                     if last >= 0:
                         before = b"".join((memoryview(buf)[pos : last + 1],))
                         events = self.decode_piece(before)
@@ -374,13 +374,8 @@ class EventStream:
                             continue
                         self.events_seen += len(events)
                         yield events, before
-                    start = last + 2 if last >= 0 else pos
-                    if self._dropped + start != self._skip_end:  # else: the same event, on
-                        bad = pos + at - 1
-                        near = bytes(buf[max(start, bad - _SNIPPET) : bad + 20])
-                        self.invalid.append((self._dropped + start, near))
+                    self.note_invalid(self._dropped + start, self._dropped + resume, near)
                     self._cut_front(buf, resume)
-                    self._skip_end = self._dropped
                     pos = 0
                     done = True
                     break
@@ -390,6 +385,14 @@ class EventStream:
             need = self.chunk_bytes if done else need * 2
         self._tail_at = self._dropped + pos
         yield from self._tail(bytes(buf[pos:]))
+
+    def note_invalid(self, start: int, end: int, near: bytes) -> None:
+        """Count a skipped stretch that is not JSON (offsets in the decompressed stream); one
+        that starts where the last one ended is the same event going on (a false boundary
+        inside it), not another."""
+        if start != self._skip_end:
+            self.invalid.append((start, near))
+        self._skip_end = end
 
     def _cut_front(self, buf: bytearray, n: int) -> None:
         del buf[:n]
@@ -419,13 +422,12 @@ class EventStream:
         n_events: int,
         meta: dict[str, Any],
         cut: bool,
-        skipped: list[tuple[int, bytes]] | None = None,
+        skipped: list[tuple[int, int, bytes]] | None = None,
     ) -> None:
         """Account for the tail (see :func:`decode_tail`): count, keys, events skipped for not
         being JSON, the cut warning."""
-        for off, head in skipped or ():
-            if self._tail_at + off != self._skip_end:  # else: an event skipped before, going on
-                self.invalid.append((self._tail_at + off, head))
+        for start, end, near in skipped or ():
+            self.note_invalid(self._tail_at + start, self._tail_at + end, near)
         self.meta.update(meta)
         self.events_seen += n_events
         if not cut:

@@ -804,7 +804,7 @@ def _typed_tail(
 
 def _convert_tail(
     rest: bytes, form: str, quote: bool, portable: bool
-) -> tuple[RunParts | None, int, dict[str, Any], bool, bool, list[tuple[int, bytes]]]:
+) -> tuple[RunParts | None, int, dict[str, Any], bool, bool, list[tuple[int, int, bytes]]]:
     """The tail (see :func:`~opscope.trace.jsonstream.decode_tail`), converted."""
     from opscope.trace.jsonstream import decode_tail
 
