@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 HELP = "diff two traces or run folders: per op, per kernel, timeline and findings"
@@ -45,9 +44,7 @@ def run(args: argparse.Namespace) -> int:
             text = r.render_html(data, top=args.top)
         else:
             text = r.render_text(data, top=args.top)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"wrote {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    from opscope.cli.output import write_output
+
+    write_output(text, args.output)
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 HELP = "analyse a trace file, run folder or folder of ranks"
@@ -104,9 +103,7 @@ def run(args: argparse.Namespace) -> int:
             from opscope.report.roofline import render_text
 
             text += render_text(data["roofline"], top=args.top)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"wrote {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    from opscope.cli.output import write_output
+
+    write_output(text, args.output)
     return 0

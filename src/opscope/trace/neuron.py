@@ -519,6 +519,26 @@ class _Raw:
     def __len__(self) -> int:
         return len(self.name)
 
+    def add_kineto(
+        self, k: dict[str, list[Any]], j: int, *, shift: int, lane: str, instance: str
+    ) -> None:
+        """Row ``j`` of a Kineto trace's columns (:func:`_kineto_rows`), moved by ``shift`` ns."""
+        self.cat.append(k["cat"][j])
+        self.name.append(k["name"][j])
+        self.pid.append(k["pid"][j])
+        self.tid.append(k["tid"][j])
+        self.start.append(int(k["start"][j]) + shift)
+        self.dur.append(int(k["dur"][j]))
+        self.correlation.append(k["correlation"][j])
+        self.external_id.append(k["external_id"][j])
+        self.args.append(k["args"][j])
+        self.source.append(k["source"][j])
+        self.kind.append(k["kind"][j])
+        self.lane.append(lane)
+        self.flows.append([])
+        self.rank_key.append((instance, k["pid"][j]))
+        self.origin.append("kineto")
+
 
 def _json_obj(text: Any) -> dict[str, Any]:
     if not isinstance(text, str) or not text:
@@ -856,21 +876,7 @@ def _merge_framework(
         instance = pid_instance.get(pid)
         if instance is not None and k["source"][j] in ("framework", "runtime"):
             lane = f"{instance}/PID:{pid}/framework/TID:{k['tid'][j]}"
-        raw.cat.append(k["cat"][j])
-        raw.name.append(k["name"][j])
-        raw.pid.append(pid)
-        raw.tid.append(k["tid"][j])
-        raw.start.append(int(k["start"][j]) + off)
-        raw.dur.append(int(k["dur"][j]))
-        raw.correlation.append(k["correlation"][j])
-        raw.external_id.append(k["external_id"][j])
-        raw.args.append(k["args"][j])
-        raw.source.append(k["source"][j])
-        raw.kind.append(k["kind"][j])
-        raw.lane.append(lane)
-        raw.flows.append([])
-        raw.rank_key.append((instance or "", pid))
-        raw.origin.append("kineto")
+        raw.add_kineto(k, j, shift=off, lane=lane, instance=instance or "")
 
 
 # -- linking -----------------------------------------------------------------------------------
@@ -1275,21 +1281,7 @@ def load_neuron(
             kineto_flows.append(parsed.flows)
             k = _kineto_rows(parsed)
             for j in range(len(k["name"])):
-                raw.cat.append(k["cat"][j])
-                raw.name.append(k["name"][j])
-                raw.pid.append(k["pid"][j])
-                raw.tid.append(k["tid"][j])
-                raw.start.append(int(k["start"][j]))
-                raw.dur.append(int(k["dur"][j]))
-                raw.correlation.append(k["correlation"][j])
-                raw.external_id.append(k["external_id"][j])
-                raw.args.append(k["args"][j])
-                raw.source.append(k["source"][j])
-                raw.kind.append(k["kind"][j])
-                raw.lane.append(k["lane"][j])
-                raw.flows.append([])
-                raw.rank_key.append(("", k["pid"][j]))
-                raw.origin.append("kineto")
+                raw.add_kineto(k, j, shift=0, lane=k["lane"][j], instance="")
         for key, v in parsed.meta.items():
             kineto_meta.setdefault(key, v)
         process_names.update(parsed.process_names)
