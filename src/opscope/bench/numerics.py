@@ -51,29 +51,19 @@ def compare_outputs(
     """Compare two tensors (any device); a shape or dtype mismatch is a failure, never a crash."""
     import torch
 
+    def mismatch(reason: str, rtol: float, atol: float) -> Numerics:
+        return Numerics(False, float("inf"), float("inf"), rtol, atol, reason)
+
     if not isinstance(out, torch.Tensor) or not isinstance(ref, torch.Tensor):
-        return Numerics(False, float("inf"), float("inf"), 0.0, 0.0, "output is not a tensor")
+        return mismatch("output is not a tensor", 0.0, 0.0)
     d_rtol, d_atol = tolerance_for(str(ref.dtype))
     rtol = d_rtol if rtol is None else rtol
     atol = d_atol if atol is None else atol
     if out.shape != ref.shape:
-        return Numerics(
-            False,
-            float("inf"),
-            float("inf"),
-            rtol,
-            atol,
-            f"shape {tuple(out.shape)} differs from the reference's {tuple(ref.shape)}",
-        )
+        shapes = f"shape {tuple(out.shape)} differs from the reference's {tuple(ref.shape)}"
+        return mismatch(shapes, rtol, atol)
     if out.dtype != ref.dtype:
-        return Numerics(
-            False,
-            float("inf"),
-            float("inf"),
-            rtol,
-            atol,
-            f"dtype {out.dtype} differs from the reference's {ref.dtype}",
-        )
+        return mismatch(f"dtype {out.dtype} differs from the reference's {ref.dtype}", rtol, atol)
     a = out.detach().to("cpu", torch.float64)
     b = ref.detach().to("cpu", torch.float64)
     diff = (a - b).abs()

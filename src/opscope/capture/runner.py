@@ -461,16 +461,7 @@ class _Driver:
             error = str(sched_exc)
         except Exception as prof_exc:
             error = f"the profiler failed: {type(prof_exc).__name__}: {prof_exc}"
-        capture = Capture(
-            run_dir=session.run_dir,
-            trigger=self.session_trigger,
-            first_step=self.session_first_step,
-            steps_run=session.steps_run,
-            status=session.status,
-            traces=list(session.trace_paths),
-            error=error,
-            session=session,
-        )
+        capture = self._capture(session, error)
         self.captures.append(capture)
         if error is not None:
             self.messages.append(self._explain(capture, error))
@@ -488,6 +479,19 @@ class _Driver:
             state = "" if exc is None else " (the program stopped: what was recorded so far)"
             self.say(f"recorded {where} of the program{state} → {capture.run_dir}")
 
+    def _capture(self, session: Any, error: str | None) -> Capture:
+        """What the just-closed ``session`` (a ProfileSession) captured."""
+        return Capture(
+            run_dir=session.run_dir,
+            trigger=self.session_trigger,
+            first_step=self.session_first_step,
+            steps_run=session.steps_run,
+            status=session.status,
+            traces=list(session.trace_paths),
+            error=error,
+            session=session,
+        )
+
     def _abandon(self, exc: BaseException) -> None:
         """End the open session after a profiler failure, keeping what it wrote."""
         session = self.session
@@ -496,18 +500,7 @@ class _Driver:
         self.session = None
         with contextlib.suppress(Exception):  # already failing: keep the first error
             session.__exit__(type(exc), exc, exc.__traceback__)
-        self.captures.append(
-            Capture(
-                run_dir=session.run_dir,
-                trigger=self.session_trigger,
-                first_step=self.session_first_step,
-                steps_run=session.steps_run,
-                status=session.status,
-                traces=list(session.trace_paths),
-                error=f"{type(exc).__name__}: {exc}",
-                session=session,
-            )
-        )
+        self.captures.append(self._capture(session, f"{type(exc).__name__}: {exc}"))
 
     def _explain(self, capture: Capture, error: str) -> str:
         if self.steps == 0:
