@@ -322,9 +322,7 @@ class EventStream:
                 need *= 2  # one event larger than the run: read more
                 continue
             yield "piece", b"".join((memoryview(buf)[pos : k + 1],))
-            m2 = _SPLIT_AT.match(buf, k)
-            assert m2 is not None
-            self._cut_front(buf, m2.end() - 1)
+            self._cut_after(buf, k)
             pos = 0
             need = self.chunk_bytes
         self._tail_at = self._dropped + pos
@@ -354,9 +352,7 @@ class EventStream:
                 if events is not None:
                     self.events_seen += len(events)
                     yield events, piece
-                    m2 = _SPLIT_AT.match(buf, k)
-                    assert m2 is not None
-                    self._cut_front(buf, m2.end() - 1)
+                    self._cut_after(buf, k)
                     pos = 0
                     done = True
                     break
@@ -397,6 +393,13 @@ class EventStream:
     def _cut_front(self, buf: bytearray, n: int) -> None:
         del buf[:n]
         self._dropped += n
+
+    def _cut_after(self, buf: bytearray, k: int) -> None:
+        """Drop the run ending with the ``}`` at ``k`` and the ``,`` after it: ``buf`` starts
+        with the next event's ``{``."""
+        m = _SPLIT_AT.match(buf, k)
+        assert m is not None
+        self._cut_front(buf, m.end() - 1)
 
     @staticmethod
     def _last_split(buf: bytearray, lo: int, hi: int) -> int:
