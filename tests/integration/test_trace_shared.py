@@ -517,29 +517,13 @@ def test_cache_reopen_is_faster() -> None:
 def test_typed_decoder_matches_dicts(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The typed decoder (structs, raw args) gives the dict decoder's table on every trace,
     and reads every run of them itself (none handed to the dict decoder)."""
-    from opscope.trace import kineto, rows
-    from trace_checks import assert_same_parse
+    from opscope.trace import kineto
+    from trace_checks import assert_same_parse, count_typed, parse_dict_only
 
     _need_shared()
     path = SHARED / rel
-    outcomes: list[bool] = []
-    real = kineto.convert_typed
-
-    def counting(piece: bytes) -> Any:
-        try:
-            parts = real(piece)
-        except rows.NotTyped:
-            outcomes.append(False)
-            raise
-        outcomes.append(True)
-        return parts
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise rows.NotTyped
-
-    monkeypatch.setattr(kineto, "convert_typed", counting)
+    count = count_typed(monkeypatch)
     typed, _ = kineto.parse_file(path, workers=0)
-    monkeypatch.setattr(kineto, "convert_typed", refuse)
-    plain, _ = kineto.parse_file(path, workers=0)
-    assert outcomes and all(outcomes)
+    plain = parse_dict_only(path, monkeypatch)
+    assert count.typed and not count.refused
     assert_same_parse(typed, plain)

@@ -10,7 +10,6 @@ trace's own text (compact), the dict path re-serialises it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,43 +17,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from opscope.trace import kineto, rows
+from opscope.trace import kineto
 from opscope.trace.kineto import KinetoParse
-from trace_checks import assert_same_parse
-
-
-class _Count:
-    def __init__(self) -> None:
-        self.typed = 0
-        self.refused = 0
+from trace_checks import TypedCount, assert_same_parse, count_typed, parse_dict_only
 
 
 @pytest.fixture
-def count(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Count]:
-    c = _Count()
-    real = kineto.convert_typed
-
-    def counting(piece: bytes) -> Any:
-        try:
-            parts = real(piece)
-        except rows.NotTyped:
-            c.refused += 1
-            raise
-        c.typed += 1
-        return parts
-
-    monkeypatch.setattr(kineto, "convert_typed", counting)
-    yield c
-
-
-def _dict_only(path: Path, monkeypatch: pytest.MonkeyPatch) -> KinetoParse:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise rows.NotTyped
-
-    with monkeypatch.context() as m:
-        m.setattr(kineto, "convert_typed", refuse)
-        parsed, _ = kineto.parse_file(path, workers=0)
-    return parsed
+def count(monkeypatch: pytest.MonkeyPatch) -> TypedCount:
+    return count_typed(monkeypatch)
 
 
 def both(
@@ -63,7 +33,7 @@ def both(
     path = tmp_path / "t.json"
     path.write_text(text, encoding="utf-8")
     typed, _ = kineto.parse_file(path, workers=0)
-    plain = _dict_only(path, monkeypatch)
+    plain = parse_dict_only(path, monkeypatch)
     assert_same_parse(typed, plain)
     return typed, plain
 
@@ -101,7 +71,7 @@ KINETO_LIKE = {
 
 
 def test_kineto_layout_goes_typed_and_matches(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount
 ) -> None:
     typed, _ = both(tmp_path, monkeypatch, json.dumps(KINETO_LIKE, indent=1))
     assert count.typed >= 1 and count.refused == 0
@@ -111,7 +81,7 @@ def test_kineto_layout_goes_typed_and_matches(
 
 
 def test_args_text_is_compact_and_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount
 ) -> None:
     text = (
         '{"traceEvents": [\n  {\n    "ph": "X", "cat": "cpu_op", "name": "caf\\u00e9",'
@@ -137,14 +107,14 @@ def test_args_text_is_compact_and_as_written(
     ],
 )
 def test_what_the_typed_decoder_cannot_read_goes_to_dicts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count, events: list[Any]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount, events: list[Any]
 ) -> None:
     both(tmp_path, monkeypatch, json.dumps({"traceEvents": events}))
     assert count.typed == 0
 
 
 def test_lone_surrogate_goes_to_dicts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount
 ) -> None:
     text = '{"traceEvents": [{"ph": "X", "name": "a\\ud800", "pid": 1, "ts": 1, "dur": 1}]}'
     both(tmp_path, monkeypatch, text)
@@ -182,14 +152,14 @@ def test_lone_surrogate_goes_to_dicts(
     ],
 )
 def test_unusual_values_the_typed_decoder_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count, events: list[Any]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount, events: list[Any]
 ) -> None:
     both(tmp_path, monkeypatch, json.dumps({"traceEvents": events}))
     assert count.typed >= 1 and count.refused == 0
 
 
 def test_sub_nanosecond_digits_round_half_up_from_the_text(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount
 ) -> None:
     """The one place the two paths differ: a timestamp written with more than three decimals.
     The typed path reads the text (1.0005 us -> 1001 ns, half up, as for epoch values); the
@@ -197,14 +167,14 @@ def test_sub_nanosecond_digits_round_half_up_from_the_text(
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": [X("a", 1.0005, 1), X("b", 2.0004, 1)]}))
     typed, _ = kineto.parse_file(path, workers=0)
-    plain = _dict_only(path, monkeypatch)
+    plain = parse_dict_only(path, monkeypatch)
     assert count.typed == 1
     assert typed.events.column("start_ns").to_pylist() == [1001, 2000]
     assert plain.events.column("start_ns").to_pylist() == [1000, 2000]
 
 
 def test_epoch_float_timestamps_keep_their_nanoseconds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount
 ) -> None:
     text = (
         '{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1,'
@@ -216,7 +186,7 @@ def test_epoch_float_timestamps_keep_their_nanoseconds(
 
 
 def test_big_file_through_runs_and_tail(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount
 ) -> None:
     """Many runs (small blocks and chunks), a tail with keys after the array, both forms;
     in this process and in workers."""
@@ -237,14 +207,14 @@ def test_big_file_through_runs_and_tail(
         typed, _ = kineto.parse_file(path, workers=0)
         assert count.typed - before > 8  # the runs and the tail
         pooled, _ = kineto.parse_file(path, workers=2)
-        plain = _dict_only(path, monkeypatch)
+        plain = parse_dict_only(path, monkeypatch)
         assert_same_parse(typed, plain)
         assert_same_parse(pooled, plain)
         assert typed.events.num_rows == 3000
 
 
 def test_first_spelling_present_wins(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount
 ) -> None:
     events = [
         X("a", 1, 1, args={"correlation": 4}),
@@ -271,7 +241,7 @@ def test_first_spelling_present_wins(
     ],
 )
 def test_timestamps_as_text_beside_odd_ones(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: _Count, odd: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount, odd: str
 ) -> None:
     """A run with epoch timestamps is decoded with ``ts`` kept as text; the other timestamps
     in it convert as the dict path converts them (or are skipped for the same reason)."""
