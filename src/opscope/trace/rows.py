@@ -33,6 +33,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opscope.trace.jsonstream import loads
+
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError)
 _INT64_MAX = 2**63 - 1
 
@@ -323,8 +325,6 @@ def raw_value(text: bytes) -> Any:
     """A value kept as its raw JSON text (``ts``), as the dict path sees it: None when absent,
     a number as its text (converted exactly later), anything else decoded (a string, null, a
     boolean, worse; None when it is not JSON)."""
-    from opscope.trace.jsonstream import loads
-
     if not text:
         return None
     if text[:1] not in b'"nt[{f':
@@ -365,8 +365,6 @@ class StructRows:
 
     def event(self, i: int) -> dict[str, Any]:
         """One event as the dict a generic decoder gives (absent and null keys left out)."""
-        from opscope.trace.jsonstream import loads
-
         e = self.events[i]
         out: dict[str, Any] = {}
         for f in _FIELDS[:-1]:
