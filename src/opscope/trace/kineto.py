@@ -35,6 +35,7 @@ runs of a large file in worker processes and merges them in file order
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,8 +229,6 @@ def _decimal3_ns(arr: pa.Array) -> np.ndarray | None:
     """Text with at most three decimals, through Arrow's exact cast to decimal128(19, 3),
     whose unscaled integers are the nanoseconds; None when the cast refuses (more decimals,
     not a number) or a value is beyond int64."""
-    import sys
-
     if sys.byteorder != "little":
         return None
     try:
@@ -823,7 +822,6 @@ def _workers(workers: int | None) -> int:
     """Worker processes for one file: 0 where they cannot be forked or are nested."""
     import multiprocessing
     import os
-    import sys
 
     if workers is None:
         workers = min(os.cpu_count() or 1, _MAX_WORKERS)
