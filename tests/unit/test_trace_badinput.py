@@ -138,6 +138,31 @@ def test_malformed_events_are_counted_by_reason(tmp_path: Path) -> None:
     }
 
 
+def test_ids_written_as_odd_text(tmp_path: Path) -> None:
+    """A flow or args id written as text is an id when it is an integer ("  7 ", "-3"), and
+    counts as no id otherwise ("--5" once raised from int())."""
+    evs: list[Any] = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "a",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1,
+            "dur": 1,
+            "args": {"External id": "--5", "correlation": " 7 "},
+        },
+    ] + [
+        {"ph": "s", "cat": "ac2g", "id": i, "pid": 1, "tid": 1, "ts": 1}
+        for i in ("--5", " 7 ", "-3", "-", "", "x1")
+    ]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": evs}))
+    t = load(p, cache=False)
+    assert t.column("external_id") == [None] and t.column("correlation") == [7]
+    assert t.meta.skipped == {"flow without id or ts": 4}
+
+
 @pytest.mark.parametrize(
     ("content", "reason"),
     [

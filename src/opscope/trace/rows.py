@@ -56,7 +56,7 @@ def as_int(value: Any) -> int | None:
         return value if -(2**63) <= value <= _INT64_MAX else None
     if isinstance(value, str):
         t = value.strip()
-        if t.lstrip("-").isdigit() and t.isascii():
+        if t.removeprefix("-").isdigit() and t.isascii():  # "--5": int() refuses it
             v = int(t)
             return v if -(2**63) <= v <= _INT64_MAX else None
         return None
