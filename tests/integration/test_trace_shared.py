@@ -527,3 +527,21 @@ def test_typed_decoder_matches_dicts(rel: str, monkeypatch: pytest.MonkeyPatch) 
     plain = parse_dict_only(path, monkeypatch)
     assert count.typed and not count.refused
     assert_same_parse(typed, plain)
+
+
+@pytest.mark.parametrize("rel", sorted(set(_all_files()) - ET_FILES))
+def test_c_scanner_matches_typed_and_dicts(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C scanner reads every run of every shared trace itself and gives the typed
+    decoder's table (``args`` text included) and the dict decoder's."""
+    from opscope.trace import kineto, native
+    from trace_checks import assert_same_parse, count_native, parse_dict_only, parse_typed_only
+
+    _need_shared()
+    if not native.AVAILABLE:
+        pytest.skip("the C scanner is not built (no C compiler at install)")
+    path = SHARED / rel
+    count = count_native(monkeypatch)
+    scanned, _ = kineto.parse_file(path, workers=0)
+    assert count.typed and not count.refused
+    assert_same_parse(scanned, parse_typed_only(path, monkeypatch), same_args_text=True)
+    assert_same_parse(scanned, parse_dict_only(path, monkeypatch))

@@ -47,6 +47,7 @@ import numpy.ma  # pyarrow imports it on its first array from NumPy: do it at im
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opscope.trace import native
 from opscope.trace.rows import (
     DictRows,
     NotTyped,
@@ -398,8 +399,30 @@ def convert_typed(piece: bytes) -> RunParts:
     return _convert(StructRows(events), len(events), 0, False)
 
 
+def convert_native(piece: bytes) -> RunParts:
+    """Convert one run (as :func:`convert_typed`) from the C scanner's columns
+    (:mod:`opscope.trace.native`); :class:`~opscope.trace.rows.NotTyped` when the scanner is
+    not built or switched off, or does not read this run."""
+    if not native.enabled():
+        raise NotTyped
+    cols = native.scan(piece)
+    if cols is None:
+        raise NotTyped
+    return _convert_columns(cols, piece)
+
+
+def convert_structured(piece: bytes) -> RunParts:
+    """One run through the C scanner, else the typed decoder; :class:`NotTyped` when neither
+    reads it."""
+    try:
+        return convert_native(piece)
+    except NotTyped:
+        return convert_typed(piece)
+
+
 def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
-    """One run of events from its bytes: typed decoder first, dicts where it does not fit.
+    """One run of events from its bytes: the C scanner or the typed decoder first
+    (:func:`convert_structured`), dicts where they do not fit.
 
     Returns the parts and whether timestamps were decoded as text (``quote``, or turned on
     here because a double could not hold them); None when ``piece`` is not a run of events.
@@ -407,7 +430,7 @@ def convert_bytes(piece: bytes, quote: bool) -> tuple[RunParts, bool] | None:
     from opscope.trace.jsonstream import decode_piece
 
     try:
-        return convert_typed(piece), quote
+        return convert_structured(piece), quote
     except NotTyped:
         pass
     events = decode_piece(piece, quote)
@@ -453,14 +476,7 @@ def _convert(events: Rows, count: int, dropped: int, strict: bool) -> RunParts:
             for i, p in zip(o_rows, o_ph, strict=True)
         ]
     if rest.any():
-        r_rows = rows[rest]
-        r_ph = ph.filter(pa.array(rest)).to_pylist()
-        first: dict[str, tuple[int, int]] = {}
-        for i, p in zip(r_rows.tolist(), r_ph, strict=True):
-            reason = f"untimed event (ph {p})" if p in _UNTIMED else "unknown phase"
-            seen = first.get(reason)
-            first[reason] = (i, 1) if seen is None else (seen[0], seen[1] + 1)
-        parts.reasons = sorted((i, reason, c) for reason, (i, c) in first.items())
+        parts.reasons = _phase_reasons(rows[rest], ph.filter(pa.array(rest)))
     if is_flow.any():
         f_rows = rows[is_flow]
         parts.flows, parts.flows_bad = _flow_batch(
@@ -471,6 +487,103 @@ def _convert(events: Rows, count: int, dropped: int, strict: bool) -> RunParts:
 
 _FLOW_PHASES = pa.array(["f", "s", "t"])
 _STATE_PHASES = pa.array(["B", "E", "M"])
+
+
+def _phase_reasons(rows: np.ndarray, ph: pa.Array) -> list[tuple[int, str, int]]:
+    """(first row, reason, count) for the events of a run that are neither timed, state nor
+    flow events, in row order."""
+    first: dict[str, tuple[int, int]] = {}
+    for i, p in zip(rows.tolist(), ph.to_pylist(), strict=True):
+        reason = f"untimed event (ph {p})" if p in _UNTIMED else "unknown phase"
+        seen = first.get(reason)
+        first[reason] = (i, 1) if seen is None else (seen[0], seen[1] + 1)
+    return sorted((i, reason, c) for reason, (i, c) in first.items())
+
+
+def _as_bools(arr: pa.Array) -> np.ndarray:
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
+    """:func:`_convert` over the C scanner's columns: the same parts, from whole columns."""
+    n = cols.n
+    parts = RunParts(n, 0, None, [], [], [], None, 0)
+    if n == 0:
+        return parts
+    ts, ts_bad = cols.ts_ns, cols.ts_flag != 0
+    is_x = _as_bools(pc.equal(cols.ph, "X"))
+    if is_x.any():
+        dur = cols.dur_ns
+        neg = dur < 0
+        bad = ts_bad | neg
+        batch = pa.record_batch(
+            [
+                cols.cat,
+                cols.name,
+                cols.pid,
+                cols.tid,
+                pa.array(ts, pa.int64()),
+                pa.array(dur, pa.int64()),
+                cols.correlation,
+                cols.external_id,
+                cols.args,
+            ],
+            names=list(RAW_COLUMNS),
+        )
+        keep = is_x & ~bad
+        if not keep.all():
+            batch = batch.filter(pa.array(keep))
+        parts.timed = batch
+        xbad = bad & is_x
+        if xbad.any():
+            absent = cols.ts_flag == 1
+            parts.timed_skips = [
+                ("no ts", int((xbad & ts_bad & absent).sum())),
+                ("unreadable ts or dur", int((xbad & ts_bad & ~absent).sum())),
+                ("negative duration", int((xbad & neg & ~ts_bad).sum())),
+            ]
+    if is_x.all():
+        return parts
+    rows = np.flatnonzero(~is_x)
+    ph = cols.ph.take(pa.array(rows))
+    is_flow = _as_bools(pc.is_in(ph, _FLOW_PHASES))
+    is_other = _as_bools(pc.is_in(ph, _STATE_PHASES))
+    rest = ~(is_flow | is_other)
+    if is_other.any():
+        o_rows = rows[is_other]
+        spans = zip(cols.starts[o_rows].tolist(), cols.ends[o_rows].tolist(), strict=True)
+        events = StructRows(decode_structs(b"[" + b",".join(piece[a:b] for a, b in spans) + b"]"))
+        o_ph = ph.filter(pa.array(is_other)).to_pylist()
+        parts.others = [
+            (i, p, events.event(j), int(ts[i]), bool(ts_bad[i]))
+            for j, (i, p) in enumerate(zip(o_rows.tolist(), o_ph, strict=True))
+        ]
+    if rest.any():
+        parts.reasons = _phase_reasons(rows[rest], ph.filter(pa.array(rest)))
+    if is_flow.any():
+        f_rows = rows[is_flow]
+        take = pa.array(f_rows)
+        cats = cols.cat.take(take)
+        keep = _as_bools(pc.is_in(cats, pa.array(sorted(_FLOW_CATS))))
+        if keep.any():
+            f_rows = f_rows[keep]
+            take = pa.array(f_rows)
+            ida = cols.flow_id.take(take)
+            fbad = ts_bad[f_rows] | _as_bools(ida.is_null())
+            batch = pa.record_batch(
+                [
+                    ida,
+                    cols.ph.take(take),
+                    cols.cat.take(take),
+                    cols.pid.take(take),
+                    cols.tid.take(take),
+                    pa.array(ts[f_rows], pa.int64()),
+                ],
+                names=["id", "ph", "cat", "pid", "tid", "ts_ns"],
+            )
+            parts.flows_bad = int(fbad.sum())
+            parts.flows = batch.filter(pa.array(~fbad)) if parts.flows_bad else batch
+    return parts
 
 
 @dataclass
@@ -795,7 +908,7 @@ def _typed_tail(
     else:
         return None
     try:
-        parts = convert_typed(piece)
+        parts = convert_structured(piece)
     except NotTyped:
         return None
     return parts, parts.count, meta, quote
@@ -921,6 +1034,7 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
 
     builder = KinetoBuilder()
     pool: ProcessPoolExecutor | None = None
+    portable = True
     # (piece, quoted when submitted, its future); results are merged strictly in file order
     pending: deque[tuple[bytes, bool, Future[Any]]] = deque()
     held: list[bytes] = []  # runs read before deciding whether a pool pays
@@ -971,10 +1085,12 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
                         continue
                     pool = ProcessPoolExecutor(n_workers, mp_context=get_context("fork"))
                     for p in held:
-                        pending.append((p, quote, pool.submit(_convert_piece, p, quote, True)))
+                        fut = pool.submit(_convert_piece, p, quote, portable)
+                        pending.append((p, quote, fut))
                     held = []
                 else:
-                    pending.append((item, quote, pool.submit(_convert_piece, item, quote, True)))
+                    fut = pool.submit(_convert_piece, item, quote, portable)
+                    pending.append((item, quote, fut))
                 if not drain(2 * n_workers):
                     return None
                 continue
@@ -985,7 +1101,7 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
             held = []
             tail: Any
             if pool is not None:
-                tail = pool.submit(_convert_tail, item, stream.form, quote, True)
+                tail = pool.submit(_convert_tail, item, stream.form, quote, portable)
                 if not drain(0):
                     return None
                 tail = tail.result()

@@ -1,0 +1,23 @@
+"""Build of the optional C scanner (``opscope.trace._scan``); everything else is in pyproject.toml.
+
+The extension is optional: where no C compiler is found the install goes on without it and
+ingestion uses the msgspec decoder (``opscope.trace.native.AVAILABLE`` says which).
+"""
+
+import sys
+
+from setuptools import Extension, setup
+
+# -ffp-contract=off: the duration arithmetic must round as NumPy's does (no fused multiply-add)
+ARGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off"]
+
+setup(
+    ext_modules=[
+        Extension(
+            "opscope.trace._scan",
+            ["src/opscope/trace/_scan.c"],
+            extra_compile_args=ARGS,
+            optional=True,
+        )
+    ]
+)

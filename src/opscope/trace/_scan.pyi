@@ -1,0 +1,3 @@
+from typing import Any
+
+def scan(piece: bytes, /) -> tuple[Any, ...] | None: ...
