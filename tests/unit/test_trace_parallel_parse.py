@@ -1,16 +1,17 @@
-"""The pooled parse (runs converted in worker processes) gives what the sequential one gives."""
+"""The pooled parse gives what the sequential one gives: runs converted in threads (the C
+scanner releases the GIL) or, without the scanner, in worker processes."""
 
 from __future__ import annotations
 
 import gzip
 import json
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from opscope.trace import jsonstream, kineto, readers
+from opscope.trace import jsonstream, kineto, native, readers
 
 
 def _trace(n: int) -> dict[str, object]:
@@ -85,10 +86,15 @@ def _parse(path: Path, workers: int | None) -> tuple[object, ...]:
     )
 
 
+@pytest.mark.parametrize("pool", ["threads", "processes"])
 @pytest.mark.parametrize("cut", [False, True])
 def test_pooled_matches_sequential(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: bool, pool: str
 ) -> None:
+    if pool == "threads" and not native.AVAILABLE:
+        pytest.skip("the C scanner is not built (no C compiler at install): no thread pool")
+    monkeypatch.setenv("OPSCOPE_NATIVE", "1" if pool == "threads" else "0")
+    executor: type[Executor] = ThreadPoolExecutor if pool == "threads" else ProcessPoolExecutor
     data = json.dumps(_trace(3000)).encode()
     if cut:
         data = data[: len(data) * 2 // 3]
@@ -100,13 +106,13 @@ def test_pooled_matches_sequential(
     seq = _parse(path, workers=1)
     monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 1)
     submitted: list[str] = []
-    real = ProcessPoolExecutor.submit
+    real = executor.submit
 
-    def spy(self: ProcessPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    def spy(self: Executor, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         submitted.append(fn.__name__)
         return real(self, fn, *args, **kwargs)
 
-    monkeypatch.setattr(ProcessPoolExecutor, "submit", spy)
+    monkeypatch.setattr(executor, "submit", spy)
     pooled = _parse(path, workers=2)
     assert submitted.count("_convert_piece") > 5  # the runs went to the workers
     assert pooled[0].num_rows > 1000  # type: ignore[attr-defined]

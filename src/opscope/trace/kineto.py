@@ -1026,15 +1026,17 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
     None: a guessed cut was wrong; redo with :class:`~opscope.trace.jsonstream.EventStream`'s
     own iteration, which guesses again run by run."""
     from collections import deque
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
     from opscope.trace.jsonstream import LONG_TS
 
     builder = KinetoBuilder()
-    pool: ProcessPoolExecutor | None = None
-    portable = True
+    pool: Executor | None = None
+    # the C scanner releases the GIL: threads share the runs out with no copy between
+    # processes; the Python decoders hold it, so without the scanner the runs go to processes
+    portable = not native.enabled()
     # (piece, quoted when submitted, its future); results are merged strictly in file order
     pending: deque[tuple[bytes, bool, Future[Any]]] = deque()
     held: list[bytes] = []  # runs read before deciding whether a pool pays
@@ -1083,7 +1085,11 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
                     held_bytes += len(item)
                     if held_bytes < PARALLEL_MIN_BYTES:
                         continue
-                    pool = ProcessPoolExecutor(n_workers, mp_context=get_context("fork"))
+                    pool = (
+                        ProcessPoolExecutor(n_workers, mp_context=get_context("fork"))
+                        if portable
+                        else ThreadPoolExecutor(n_workers)
+                    )
                     for p in held:
                         fut = pool.submit(_convert_piece, p, quote, portable)
                         pending.append((p, quote, fut))
