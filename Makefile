@@ -17,7 +17,7 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
+$(VENV)/.installed: $(BIN)/python pyproject.toml setup.py constraints.txt src/opscope/trace/_scan.c
 	$(PIP_INSTALL) -e ".[torch]"
 	@touch $@
 

@@ -22,6 +22,19 @@ def _cache_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
 
 
+@pytest.fixture(params=["zlib", "isal"])
+def inflater(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """gunzip through zlib, and through ISA-L where it is installed (the default then)."""
+    from opscope.trace import readers
+
+    if request.param == "isal":
+        isal_zlib = pytest.importorskip("isal.isal_zlib", reason="isal is not installed here")
+        monkeypatch.setattr(readers, "_inflate", isal_zlib)
+    else:
+        monkeypatch.setattr(readers, "_inflate", zlib)
+    return str(request.param)
+
+
 def _ev(i: int) -> dict[str, Any]:
     return {
         "ph": "X",
@@ -52,7 +65,9 @@ def _text(n: int) -> bytes:
 
 @pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("fraction", [0.3, 0.77, 0.999])
-def test_truncated_trace_keeps_complete_events(tmp_path: Path, gz: bool, fraction: float) -> None:
+def test_truncated_trace_keeps_complete_events(
+    tmp_path: Path, gz: bool, fraction: float, inflater: str
+) -> None:
     data = _text(400)
     cut = data[: int(len(data) * fraction)]
     # count by hand: the events whose closing brace is before the cut
@@ -186,7 +201,7 @@ def test_unreadable_files_raise_one_line(tmp_path: Path, content: bytes, reason:
     assert str(p) in msg and reason in msg and "\n" not in msg
 
 
-def test_gzip_errors(tmp_path: Path) -> None:
+def test_gzip_errors(tmp_path: Path, inflater: str) -> None:
     named = tmp_path / "t.json.gz"
     named.write_bytes(b'{"traceEvents": []}')
     with pytest.raises(TraceError, match="not gzip data"):
@@ -201,7 +216,23 @@ def test_gzip_errors(tmp_path: Path) -> None:
         load(nothing, cache=False)
 
 
-def test_decompression_bomb_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gzip_members_and_what_follows(tmp_path: Path, inflater: str) -> None:
+    """Concatenated gzip members are read in turn; zero padding after the last is ignored;
+    other bytes after it are reported as a cut, with every event kept."""
+    data = _text(50)
+    half = len(data) // 2
+    members = gzip.compress(data[:half]) + gzip.compress(data[half:])
+    for tail, cut in ((b"", False), (b"\x00" * 64, False), (b"junk", True)):
+        p = tmp_path / f"m{len(tail)}.json.gz"
+        p.write_bytes(members + tail)
+        t = load(p, cache=False)
+        assert len(t) == 50
+        assert any("after the gzip data" in w for w in t.meta.warnings) == cut
+
+
+def test_decompression_bomb_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inflater: str
+) -> None:
     bomb = tmp_path / "bomb.json.gz"
     bomb.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (8 << 20) + b"]}"))
     assert bomb.stat().st_size < 100_000

@@ -19,9 +19,21 @@ import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import BinaryIO
 
 from opscope.errors import TraceError
+
+# gunzip through ISA-L where it is installed (2-5x faster inflate than zlib on the shared
+# traces, the same API); zlib otherwise.
+_inflate: ModuleType
+try:
+    from isal import isal_zlib as _inflate
+
+    _INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _inflate.error)
+except ImportError:  # a platform without isal wheels
+    _inflate = zlib
+    _INFLATE_ERRORS = (zlib.error,)
 
 # Larger than any real profile we have seen (the biggest public ones are a few GB); a cap only
 # exists so a decompression bomb cannot take the machine's memory.
@@ -104,7 +116,7 @@ class ByteStream:
                 yield chunk
 
     def _gunzip(self, fh: BinaryIO, head: bytes) -> Iterator[bytes]:
-        decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        decomp = _inflate.decompressobj(16 + zlib.MAX_WBITS)
         pending = head
         # read compressed input in smaller pieces so one block of a bomb cannot expand far
         # past the cap before we look at it
@@ -117,7 +129,7 @@ class ByteStream:
             while data:
                 try:
                     out = decomp.decompress(data, self.block)
-                except zlib.error as exc:
+                except _INFLATE_ERRORS as exc:
                     if self.total == 0:
                         raise TraceError(f"{self.path}: not valid gzip data ({exc})") from None
                     self.cut = f"the gzip data is corrupt after {self.total} bytes ({exc})"
@@ -129,7 +141,7 @@ class ByteStream:
                     yield out
                 if decomp.eof:
                     rest = decomp.unused_data
-                    decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    decomp = _inflate.decompressobj(16 + zlib.MAX_WBITS)
                     if not rest:
                         rest = fh.read(2)
                         if not rest:
