@@ -96,7 +96,7 @@ def test_cache_round_trip(trace_file: Path, tmp_path: Path) -> None:
     first = load(trace_file)
     assert not first.meta.cached
     names = [p.suffix for p in _entries(tmp_path)]
-    assert names == [".json", ".parquet"]
+    assert names == [".arrow", ".json"]
     again = load(trace_file)
     assert again.meta.cached
     assert again.events.equals(first.events)
@@ -125,39 +125,76 @@ def test_changed_file_is_a_new_entry(trace_file: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "damage",
     [
-        "truncate_parquet",
-        "garbage_parquet",
+        "truncate_table",
+        "garbage_table",
         "garbage_meta",
         "wrong_rows",
+        "wrong_size",
         "wrong_schema",
-        "missing_parquet",
+        "missing_table",
     ],
 )
 def test_corrupt_entries_are_rebuilt(trace_file: Path, tmp_path: Path, damage: str) -> None:
     first = load(trace_file)
-    parquet = next(p for p in _entries(tmp_path) if p.suffix == ".parquet")
-    meta = parquet.with_suffix(".json")
-    if damage == "truncate_parquet":
-        parquet.write_bytes(parquet.read_bytes()[: parquet.stat().st_size // 2])
-    elif damage == "garbage_parquet":
-        parquet.write_bytes(b"PAR1" + os.urandom(300))
+    table = next(p for p in _entries(tmp_path) if p.suffix == ".arrow")
+    meta = table.with_suffix(".json")
+    record = json.loads(meta.read_text())
+    if damage == "truncate_table":
+        table.write_bytes(table.read_bytes()[: table.stat().st_size // 2])
+        record["bytes"] = table.stat().st_size  # so that only the file itself tells
+    elif damage == "garbage_table":
+        table.write_bytes(b"ARROW1\x00\x00" + os.urandom(record["bytes"] - 8))
     elif damage == "garbage_meta":
         meta.write_text("{not json")
     elif damage == "wrong_rows":
-        record = json.loads(meta.read_text())
         record["rows"] += 1
-        meta.write_text(json.dumps(record))
+    elif damage == "wrong_size":
+        table.write_bytes(table.read_bytes() + b"\x00" * 8)
     elif damage == "wrong_schema":
-        import pyarrow.parquet as pq
-
-        pq.write_table(pa.table({"id": pa.array(range(first.events.num_rows))}), parquet)
+        other = pa.table({"id": pa.array(range(first.events.num_rows))})
+        with pa.OSFile(str(table), "wb") as sink, pa.ipc.new_file(sink, other.schema) as w:
+            w.write_table(other)
+        record["bytes"] = table.stat().st_size
     else:
-        parquet.unlink()
+        table.unlink()
+    if damage != "garbage_meta":
+        meta.write_text(json.dumps(record))
     again = load(trace_file)
     assert not again.meta.cached  # rebuilt, never trusted
     assert again.events.equals(first.events)
     third = load(trace_file)
     assert third.meta.cached  # and the rebuilt entry is good
+
+
+def test_least_recently_used_entries_go_beyond_the_limit(
+    trace_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = tmp_path / "cache" / "traces"
+    files = []
+    for n in (20, 21, 22, 23):
+        p = tmp_path / f"t{n}.json"
+        p.write_text(json.dumps(_trace(n)))
+        files.append(p)
+    a, b, c, new = files
+    for f in (a, b, c):
+        load(f)
+    keys = {f: trace_cache.content_key(f) for f in files}
+    size = {f: (d / f"{keys[f]}.arrow").stat().st_size for f in (a, b, c)}
+    t0 = time.time() - 100
+    for i, f in enumerate((b, a, c)):  # used in this order: b least recently
+        os.utime(d / f"{keys[f]}.json", (t0 + i, t0 + i))
+    assert trace_cache.evict(size[a] + size[c]) == 1
+    assert not (d / f"{keys[b]}.arrow").exists() and not (d / f"{keys[b]}.json").exists()
+    assert load(a).meta.cached and load(c).meta.cached  # and now recently used
+    # a write keeps the cache under $OPSCOPE_CACHE_MAX_BYTES, the entry just written aside;
+    # tables of releases before the Arrow cache go too
+    (d / "old.parquet").write_bytes(b"PAR1")
+    monkeypatch.setenv("OPSCOPE_CACHE_MAX_BYTES", "1")
+    load(new)
+    assert sorted(p.name for p in d.iterdir()) == sorted(
+        [f"{keys[new]}.arrow", f"{keys[new]}.json"]
+    )
+    assert load(new).meta.cached
 
 
 def test_unwritable_cache_is_skipped(
