@@ -10,8 +10,9 @@ measurement's memory never hides another's.  The contestants are run in turn for
 
 * orjson: read the file, gunzip if needed, ``orjson.loads`` (no table, no links).
 * opscope: ``opscope.trace.load(path, cache=False)``: file -> linked, queryable event table.
-  Its "RSS ops" is the parent process; "RSS wrk" the largest of the worker processes it forks
-  for one large file (each holds one run of events at a time).
+  Its "RSS ops" is its process, threads included; "RSS wrk" the largest of the worker
+  processes it forks for one large file, which it does only without the C scanner
+  (``OPSCOPE_NATIVE=0`` or no compiler at install; 0 otherwise).
 * opscope reopen: ``load(path)`` once to fill the cache (timed as "ingest+write"), then again.
 * HTA: ``hta.trace_analysis.TraceAnalysis(trace_dir=...)`` in the venv given by
   ``--hta-python`` (HTA's PyPI name is ``traceinsight``; keep it out of opscope's venv so it
