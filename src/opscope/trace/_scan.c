@@ -57,6 +57,8 @@ static int buf_reserve(Buf *b, size_t extra) {
 }
 
 static inline int buf_put(Buf *b, const void *src, size_t n) {
+    if (n == 0)
+        return 0; /* memcpy must not see a null pointer, even for nothing */
     if (buf_reserve(b, n))
         return -1;
     memcpy(b->p + b->len, src, n);
@@ -544,7 +546,10 @@ static int scan_id(Sc *s, Buf *out, int allow_float, int allow_any, int *is_null
             return -1;
         memcpy(tmp, n.start, len);
         tmp[len] = 0;
-        double f = strtod(tmp, NULL);
+        char *stop;
+        double f = strtod(tmp, &stop);
+        if (stop != tmp + len)
+            return -1; /* a locale whose decimal point is not '.': the Python way */
         if (isfinite(f) && f == floor(f) && fabs(f) < 9223372036854775808.0) {
             *v = (int64_t)f;
             *has = 1;
@@ -741,8 +746,9 @@ static int dur_field(Sc *s, int64_t *ns) {
         return -1;
     memcpy(tmp, n.start, len);
     tmp[len] = 0;
-    double f = strtod(tmp, NULL);
-    if (!isfinite(f) || fabs(f) >= LONG_FLOAT_US)
+    char *stop;
+    double f = strtod(tmp, &stop);
+    if (stop != tmp + len || !isfinite(f) || fabs(f) >= LONG_FLOAT_US)
         return -1;
     double w = floor(f);
     double r = rint((f - w) * 1000.0);
@@ -955,7 +961,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_scan",
     "One run of Chrome-trace events -> column buffers (see opscope.trace.native).", -1,
-    methods,
+    methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
