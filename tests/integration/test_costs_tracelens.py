@@ -48,6 +48,14 @@ def _rows() -> list[tuple[str, int, dict[str, str]]]:
 
 
 ROWS = _rows()
+# without ../shared, one placeholder case that skips with the reason (not pytest's "empty
+# parameter set")
+_CASES = ROWS or [
+    pytest.param(
+        "", 0, {}, marks=pytest.mark.skip(reason="../shared/traces not present (a user's clone)")
+    )
+]
+_IDS = [f"{t}:{i}" for t, i, _ in ROWS] or ["no-shared"]
 
 
 def _args(row: dict[str, str]) -> tuple[Any, Any, Any, Any]:
@@ -77,7 +85,7 @@ def test_reference_tables_are_there() -> None:
     assert {name for name, _, _ in ROWS} >= {f"qwen1.5_0.5b_chat/{t}" for t in TABLES[:2]}
 
 
-@pytest.mark.parametrize(("table", "index", "row"), ROWS, ids=[f"{t}:{i}" for t, i, _ in ROWS])
+@pytest.mark.parametrize(("table", "index", "row"), _CASES, ids=_IDS)
 def test_flops_and_bytes_per_call(table: str, index: int, row: dict[str, str]) -> None:
     dims, types, strides, concrete = _args(row)
     cost = op_cost(row["name"], dims, types, strides, concrete)
@@ -88,7 +96,7 @@ def test_flops_and_bytes_per_call(table: str, index: int, row: dict[str, str]) -
     assert cost.bytes == pytest.approx(ref_bytes, rel=0.01)
 
 
-@pytest.mark.parametrize(("table", "index", "row"), ROWS, ids=[f"{t}:{i}" for t, i, _ in ROWS])
+@pytest.mark.parametrize(("table", "index", "row"), _CASES, ids=_IDS)
 def test_same_op_and_shapes_in_our_op_table(table: str, index: int, row: dict[str, str]) -> None:
     dims, types, _, _ = _args(row)
     _, ops, rl = _analysed(table.split("/", maxsplit=1)[0])
