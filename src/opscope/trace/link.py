@@ -69,6 +69,34 @@ def _lane_codes(pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> np.ndarray:
     return codes
 
 
+def host_order(lane: np.ndarray, start: np.ndarray, dur: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """The permutation ``np.lexsort((src, -dur, start, lane))`` gives (by lane, start, longest
+    first, then source, then position), computed faster on traces.
+
+    Events come nearly sorted by start, so a stable sort by start is cheap, and lanes are few
+    (a 16-bit radix sort); only runs of equal (lane, start), rare, are ordered by duration and
+    source, with a lexsort over their rows alone.  A full lexsort of 2.5M rows took 1.3 s.
+    """
+    order = np.argsort(start, kind="stable")
+    ln = lane[order]
+    if len(ln) and int(ln.min()) >= 0 and int(ln.max()) < 2**15:
+        ln = ln.astype(np.int16)  # radix sort
+    order = order[np.argsort(ln, kind="stable")]
+    ls, ss = lane[order], start[order]
+    tie = (ls[1:] == ls[:-1]) & (ss[1:] == ss[:-1])
+    if tie.any():
+        grouped = np.zeros(len(order), dtype=bool)
+        grouped[1:] |= tie
+        grouped[:-1] |= tie
+        pos = np.flatnonzero(grouped)
+        first = np.ones(len(pos), dtype=bool)
+        first[1:] = ~tie[pos[1:] - 1]  # not tied with the row before: a new run
+        run = np.cumsum(first)
+        rows = order[pos]  # within a run, in position order (the sorts were stable)
+        order[pos] = rows[np.lexsort((src[rows], -dur[rows], run))]
+    return order
+
+
 def nest(
     lane: np.ndarray, start: np.ndarray, end: np.ndarray, host: np.ndarray, src: np.ndarray
 ) -> np.ndarray:
@@ -78,9 +106,7 @@ def nest(
     h = np.flatnonzero(host)
     if len(h) < 2:
         return parent
-    dur = end[h] - start[h]
-    order = np.lexsort((h, src[h], -dur, start[h], lane[h]))
-    h = h[order]
+    h = h[host_order(lane[h], start[h], end[h] - start[h], src[h])]
     m = len(h)
     ln, s, e = lane[h], start[h], end[h]
     new_lane = np.ones(m, dtype=bool)
