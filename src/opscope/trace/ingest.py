@@ -246,7 +246,10 @@ def _event_table(raw: pa.Table, links: Links) -> pa.Table:
         return pa.chunked_array([arr])
 
     def enc(name: str) -> pa.ChunkedArray:
-        return one(raw.column(name).combine_chunks().dictionary_encode())
+        col = raw.column(name)
+        if pa.types.is_dictionary(col.type):  # encoded by kineto.classify_table
+            return col
+        return one(col.combine_chunks().dictionary_encode())
 
     arrays = [
         one(pa.array(np.arange(n, dtype=np.int64))),

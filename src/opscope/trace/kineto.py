@@ -741,11 +741,15 @@ _FLOW_SCHEMA = pa.schema(
 )
 
 
-def _dict_parts(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str]]:
-    """(indices, dictionary values) of a string column."""
+def _encoded(col: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """A string column as one dictionary array (as it is when it already is one)."""
     if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    enc = col.dictionary_encode()
+        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col if pa.types.is_dictionary(col.type) else col.dictionary_encode()
+
+
+def _dict_parts(enc: pa.DictionaryArray) -> tuple[np.ndarray, list[str]]:
+    """(indices, dictionary values) of a dictionary array."""
     idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
     return idx, enc.dictionary.to_pylist()
 
@@ -755,15 +759,20 @@ def _dictionary(idx: np.ndarray, values: list[str]) -> pa.DictionaryArray:
 
 
 def classify_table(table: pa.Table) -> pa.Table:
-    """Add ``source``, ``kind`` and ``lane`` (dictionary columns) from ``cat``/``name``/``tid``.
+    """Add ``source``, ``kind`` and ``lane`` (dictionary columns) from ``cat``/``name``/``tid``,
+    and turn ``cat``, ``name``, ``pid`` and ``tid`` into dictionary columns (encoded once here;
+    linking and the event table use them as they are).
 
     The same rules as :func:`opscope.trace.schema.classify`, evaluated once per distinct
     category and name rather than once per event.
     """
     n = table.num_rows
-    cat_idx, cats = _dict_parts(table.column("cat"))
-    name_idx, names = _dict_parts(table.column("name"))
-    tid_idx, tids = _dict_parts(table.column("tid"))
+    for col in ("cat", "name", "pid", "tid"):
+        i = table.schema.get_field_index(col)
+        table = table.set_column(i, col, _encoded(table.column(col)))
+    cat_idx, cats = _dict_parts(table.column("cat").chunk(0))
+    name_idx, names = _dict_parts(table.column("name").chunk(0))
+    tid_idx, tids = _dict_parts(table.column("tid").chunk(0))
     src_ids = {s: i for i, s in enumerate(SOURCES)}
     kind_ids = {k: i for i, k in enumerate(KINDS)}
     cat_src = np.empty(len(cats), dtype=np.int32)

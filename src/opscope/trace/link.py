@@ -62,9 +62,15 @@ def _ints(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return vals, valid
 
 
+def _dictionary(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    """A string column dictionary-encoded (as it is when it already is: see
+    :func:`opscope.trace.kineto.classify_table`)."""
+    return col if pa.types.is_dictionary(col.type) else col.combine_chunks().dictionary_encode()
+
+
 def _lane_codes(pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> np.ndarray:
-    p = _codes(pid.combine_chunks().dictionary_encode())
-    t = _codes(tid.combine_chunks().dictionary_encode())
+    p = _codes(_dictionary(pid))
+    t = _codes(_dictionary(tid))
     codes: np.ndarray = p * (int(t.max(initial=0)) + 1) + t
     return codes
 
