@@ -76,6 +76,8 @@ def render_study(data: dict[str, Any]) -> Group:
         items.append(Text("Reading", style="bold"))
         for line in data["reading"]:
             items.append(Text(f"  {line}"))
+    for note in data.get("notes") or ():
+        items.append(Text(f"  note: {note}"))
     if data.get("run_dirs"):
         items.append(
             Text(

@@ -114,6 +114,7 @@ class ShapeResult:
     shape: tuple[int, ...]
     dtype: str
     variants: list[VariantOutcome] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the comparison's (e.g. CPU threads)
 
     def variant(self, name: str) -> VariantOutcome | None:
         return next((v for v in self.variants if v.name == name), None)
@@ -123,6 +124,7 @@ class ShapeResult:
             "shape": list(self.shape),
             "dtype": self.dtype,
             "variants": [demo_row(v) for v in self.variants],
+            "notes": list(self.notes),
         }
 
 
@@ -142,8 +144,14 @@ class StudyResult:
             "schedule": SCHEDULE,
             "shapes": [s.to_dict() for s in self.shapes],
             "reading": reading(self),
+            "notes": self.notes,
             "run_dirs": self.run_dirs,
         }
+
+    @property
+    def notes(self) -> list[str]:
+        """The comparisons' notes, each once, in order."""
+        return list(dict.fromkeys(n for s in self.shapes for n in s.notes))
 
 
 def reading(result: StudyResult) -> list[str]:
@@ -299,7 +307,9 @@ def run_study(
             first_call_context=lambda: _kernel_events(spec.kind),
             on_report=on_report,
         )
-        shape_res = ShapeResult(shape=dims, dtype=dtype, variants=list(data.variants))
+        shape_res = ShapeResult(
+            shape=dims, dtype=dtype, variants=list(data.variants), notes=list(data.notes)
+        )
         result.shapes.append(shape_res)
         del x, weight, fns
     return result
