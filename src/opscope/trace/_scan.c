@@ -204,11 +204,6 @@ static int put_utf8(Buf *b, unsigned cp) {
     return buf_put(b, t, (size_t)n);
 }
 
-/*
- * The string at s->p (its opening quote).  raw: its text, quotes included, appended as
- * written; dec: its decoded content appended.  *escaped: whether it held a backslash.
- * Returns 0, or -1 (not JSON, a lone surrogate escape, out of memory).
- */
 /* The first byte of the 8 at p that is a quote, a backslash, a control character or not
  * ASCII (8 when none is): word-at-a-time, the lowest flagged byte is exact. */
 static inline int special8(const unsigned char *p) {
@@ -221,10 +216,14 @@ static inline int special8(const unsigned char *p) {
     return m ? __builtin_ctzll(m) >> 3 : 8;
 }
 
-static int scan_string(Sc *s, Buf *raw, Buf *dec, int *escaped) {
+/*
+ * The string at s->p (its opening quote).  dec: its decoded content appended (when given).
+ * *escaped: whether it held a backslash.  Returns 0, or -1 (not JSON, a lone surrogate
+ * escape, out of memory).
+ */
+static int scan_string(Sc *s, Buf *dec, int *escaped) {
     const unsigned char *p = s->p + 1, *end = s->end;
     const unsigned char *run = p; /* start of the bytes not yet copied to dec */
-    const unsigned char *start = s->p;
     int esc = 0;
     for (;;) {
         while (end - p >= 8) {
@@ -297,8 +296,6 @@ static int scan_string(Sc *s, Buf *raw, Buf *dec, int *escaped) {
     if (dec && buf_put(dec, run, (size_t)(p - run)))
         return -1;
     p++; /* the closing quote */
-    if (raw && buf_put(raw, start, (size_t)(p - start)))
-        return -1;
     if (escaped)
         *escaped = esc;
     s->p = p;
@@ -365,69 +362,96 @@ static int literal(Sc *s, const char *word, size_t len) {
     return 0;
 }
 
-/* Any value, validated; its text without whitespace appended to out (when given). */
-static int scan_value(Sc *s, Buf *out, int depth) {
+/* Past the opening character of an object or array: 1 when it closes at once (consumed). */
+static int opens_empty(Sc *s, unsigned close) {
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 1;
+    }
+    return 0;
+}
+
+/* An object member's key, through its colon: the key's raw text is [*k, *k + *klen). */
+static int member_key(Sc *s, const unsigned char **k, size_t *klen, int *escaped) {
+    ws(s);
+    if (s->p >= s->end || *s->p != '"')
+        return -1;
+    *k = s->p + 1;
+    if (scan_string(s, NULL, escaped))
+        return -1;
+    *klen = (size_t)(s->p - 1 - *k);
+    ws(s);
+    if (s->p >= s->end || *s->p != ':')
+        return -1;
+    s->p++;
+    return 0;
+}
+
+/* After a member or element: 1 at a comma (another follows), 0 at close, -1 otherwise. */
+static int next_member(Sc *s, unsigned close) {
+    ws(s);
+    if (s->p >= s->end)
+        return -1;
+    if (*s->p == ',') {
+        s->p++;
+        return 1;
+    }
+    if (*s->p == close) {
+        s->p++;
+        return 0;
+    }
+    return -1;
+}
+
+/* Any value, validated and skipped. */
+static int scan_value(Sc *s, int depth) {
     ws(s);
     if (s->p >= s->end)
         return -1;
     unsigned c = *s->p;
     if (c == '"')
-        return scan_string(s, out, NULL, NULL);
+        return scan_string(s, NULL, NULL);
     if (c == '{' || c == '[') {
         if (depth >= MAX_DEPTH)
             return -1;
         unsigned close = c == '{' ? '}' : ']';
-        if (out && buf_byte(out, (char)c))
-            return -1;
-        s->p++;
-        ws(s);
-        if (s->p < s->end && *s->p == close) {
-            s->p++;
-            return out ? buf_byte(out, (char)close) : 0;
-        }
+        if (opens_empty(s, close))
+            return 0;
         for (;;) {
-            if (c == '{') {
-                ws(s);
-                if (s->p >= s->end || *s->p != '"' || scan_string(s, out, NULL, NULL))
-                    return -1;
-                ws(s);
-                if (s->p >= s->end || *s->p != ':')
-                    return -1;
-                s->p++;
-                if (out && buf_byte(out, ':'))
-                    return -1;
-            }
-            if (scan_value(s, out, depth + 1))
+            const unsigned char *k;
+            size_t klen;
+            if (c == '{' && member_key(s, &k, &klen, NULL))
                 return -1;
-            ws(s);
-            if (s->p >= s->end)
+            if (scan_value(s, depth + 1))
                 return -1;
-            if (*s->p == ',') {
-                s->p++;
-                if (out && buf_byte(out, ','))
-                    return -1;
-                continue;
-            }
-            if (*s->p == close) {
-                s->p++;
-                return out ? buf_byte(out, (char)close) : 0;
-            }
-            return -1;
+            int more = next_member(s, close);
+            if (more <= 0)
+                return more;
         }
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
         Num n;
-        if (scan_number(s, &n))
-            return -1;
-        return out ? buf_put(out, n.start, (size_t)(n.end - n.start)) : 0;
+        return scan_number(s, &n);
     }
     const char *word = c == 't' ? "true" : c == 'f' ? "false" : c == 'n' ? "null" : NULL;
-    if (!word)
+    return word ? literal(s, word, strlen(word)) : -1;
+}
+
+/* A number's value as the double the Python decoders make of it; -1 when its text is too
+ * long or strtod does not read it to its end (a locale whose decimal point is not '.': the
+ * run goes the Python way). */
+static int number_double(const Num *n, double *f) {
+    char tmp[64];
+    size_t len = (size_t)(n->end - n->start);
+    if (len >= sizeof tmp)
         return -1;
-    const unsigned char *at = s->p;
-    if (literal(s, word, strlen(word)))
-        return -1;
-    return out ? buf_put(out, at, (size_t)(s->p - at)) : 0;
+    memcpy(tmp, n->start, len);
+    tmp[len] = 0;
+    char *stop;
+    *f = strtod(tmp, &stop);
+    return stop == tmp + len ? 0 : -1;
 }
 
 /* Digits [start, end) as an int64; -1 on overflow. */
@@ -506,8 +530,7 @@ static int is_ascii(const unsigned char *p, const unsigned char *end) {
 /* An id value (flow id, correlation, External id) as as_int reads the decoded value.
  * *has: 1 when it is an int64, else 0.  allow_float: floats that are integral count
  * (args ids; the event's own id must be an integer or a string).  -1: give the run up. */
-static int scan_id(Sc *s, Buf *out, int allow_float, int allow_any, int *is_null, int *has,
-                   int64_t *v) {
+static int scan_id(Sc *s, int allow_float, int allow_any, int *is_null, int *has, int64_t *v) {
     *has = 0;
     *is_null = 0;
     ws(s);
@@ -517,7 +540,7 @@ static int scan_id(Sc *s, Buf *out, int allow_float, int allow_any, int *is_null
     if (c == '"') {
         const unsigned char *at = s->p;
         int esc;
-        if (scan_string(s, out, NULL, &esc) || esc)
+        if (scan_string(s, NULL, &esc) || esc)
             return -1;
         const unsigned char *b = at + 1, *e = s->p - 1;
         if (!is_ascii(b, e))
@@ -532,24 +555,13 @@ static int scan_id(Sc *s, Buf *out, int allow_float, int allow_any, int *is_null
         Num n;
         if (scan_number(s, &n))
             return -1;
-        if (out && buf_put(out, n.start, (size_t)(n.end - n.start)))
-            return -1;
         if (n.frac == n.frac_end && !n.has_exp) {
             *has = digits_i64(n.whole, n.whole_end, n.neg, v) == 0;
             return 0;
         }
-        if (!allow_float)
+        double f;
+        if (!allow_float || number_double(&n, &f))
             return -1;
-        char tmp[64];
-        size_t len = (size_t)(n.end - n.start);
-        if (len >= sizeof tmp)
-            return -1;
-        memcpy(tmp, n.start, len);
-        tmp[len] = 0;
-        char *stop;
-        double f = strtod(tmp, &stop);
-        if (stop != tmp + len)
-            return -1; /* a locale whose decimal point is not '.': the Python way */
         if (isfinite(f) && f == floor(f) && fabs(f) < 9223372036854775808.0) {
             *v = (int64_t)f;
             *has = 1;
@@ -558,19 +570,21 @@ static int scan_id(Sc *s, Buf *out, int allow_float, int allow_any, int *is_null
     }
     if (c == 'n') {
         *is_null = 1;
-        const unsigned char *at = s->p;
-        if (literal(s, "null", 4))
-            return -1;
-        return out ? buf_put(out, at, 4) : 0;
+        return literal(s, "null", 4);
     }
     if (!allow_any)
         return -1;
-    return scan_value(s, out, 1); /* true/false, objects, arrays: present, not an int */
+    return scan_value(s, 1); /* true/false, objects, arrays: present, not an int */
 }
 
+/* The columns, in the order scan() returns them: strings (offsets and data each), then
+ * fixed-width ones. */
+enum { PH, NAME, CAT, PID, TID, ARGS, NSTR };
+enum { TS, TS_FLAG, DUR, FID, FID_OK, CORR, CORR_OK, EXT, EXT_OK, EV_START, EV_END, NNUM };
+
 typedef struct {
-    StrCol ph, name, cat, pid, tid, args;
-    Buf ts, ts_flag, dur, fid, fid_ok, corr, corr_ok, ext, ext_ok, ev_start, ev_end;
+    StrCol str[NSTR];
+    Buf num[NNUM];
     Py_ssize_t n;
 } Cols;
 
@@ -595,45 +609,32 @@ static int scan_args(Sc *s, Buf *out, int *corr_has, int64_t *corr, int *ext_has
     const unsigned char *start = s->p;
     if (s->p >= s->end || *s->p != '{')
         return -1;
-    s->p++;
     s->spaced = 0;
-    ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
+    if (opens_empty(s, '}'))
         return buf_put(out, "{}", 2);
-    }
     for (;;) {
-        ws(s);
-        if (s->p >= s->end || *s->p != '"')
-            return -1;
-        const unsigned char *k = s->p + 1;
+        const unsigned char *k;
+        size_t klen;
         int esc;
-        if (scan_string(s, NULL, NULL, &esc))
+        if (member_key(s, &k, &klen, &esc))
             return -1;
-        size_t klen = (size_t)(s->p - 1 - k);
-        ws(s);
-        if (s->p >= s->end || *s->p != ':')
-            return -1;
-        s->p++;
-        int cr, er;
+        Buf key = {NULL, 0, 0};
         if (esc) { /* compare the key as decoded: an escape may spell an id key */
-            Buf key = {NULL, 0, 0};
             Sc again = {k - 1, s->end, s->base, 0};
-            if (scan_string(&again, NULL, &key, NULL)) {
+            if (scan_string(&again, &key, NULL)) {
                 free(key.p);
                 return -1;
             }
-            cr = key_rank((const unsigned char *)key.p, key.len, CORR_KEYS, CORR_LENS);
-            er = cr >= 0 ? -1 : key_rank((const unsigned char *)key.p, key.len, EXT_KEYS, EXT_LENS);
-            free(key.p);
-        } else {
-            cr = key_rank(k, klen, CORR_KEYS, CORR_LENS);
-            er = cr >= 0 ? -1 : key_rank(k, klen, EXT_KEYS, EXT_LENS);
+            k = (const unsigned char *)key.p;
+            klen = key.len;
         }
+        int cr = key_rank(k, klen, CORR_KEYS, CORR_LENS);
+        int er = cr >= 0 ? -1 : key_rank(k, klen, EXT_KEYS, EXT_LENS);
+        free(key.p);
         if (cr >= 0 || er >= 0) {
             int is_null, has;
             int64_t v = 0;
-            if (scan_id(s, NULL, 1, 1, &is_null, &has, &v))
+            if (scan_id(s, 1, 1, &is_null, &has, &v))
                 return -1;
             if (cr >= 0 && cr <= corr_rank) {
                 corr_rank = cr;
@@ -644,31 +645,25 @@ static int scan_args(Sc *s, Buf *out, int *corr_has, int64_t *corr, int *ext_has
                 *ext_has = has;
                 *ext = v;
             }
-        } else if (scan_value(s, NULL, 1)) {
+        } else if (scan_value(s, 1)) {
             return -1;
         }
-        ws(s);
-        if (s->p >= s->end)
+        int more = next_member(s, '}');
+        if (more < 0)
             return -1;
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (*s->p == '}') {
-            s->p++;
-            if (!s->spaced)
-                return buf_put(out, start, (size_t)(s->p - start));
-            return copy_compact(out, start, s->p);
-        }
-        return -1;
+        if (!more)
+            break;
     }
+    if (!s->spaced)
+        return buf_put(out, start, (size_t)(s->p - start));
+    return copy_compact(out, start, s->p);
 }
 
 /* A string field (ph, name, cat): a string decoded into col, or null -> "". */
 static int str_field(Sc *s, StrCol *col) {
     col->data.len = col->mark; /* a repeated key: the last one wins */
     if (s->p < s->end && *s->p == '"')
-        return scan_string(s, NULL, &col->data, NULL);
+        return scan_string(s, &col->data, NULL);
     return literal(s, "null", 4);
 }
 
@@ -679,7 +674,7 @@ static int id_text_field(Sc *s, StrCol *col) {
         return -1;
     unsigned c = *s->p;
     if (c == '"')
-        return scan_string(s, NULL, &col->data, NULL);
+        return scan_string(s, &col->data, NULL);
     if (c == 'n')
         return literal(s, "null", 4);
     Num n;
@@ -703,7 +698,7 @@ static int ts_field(Sc *s, int64_t *ns, uint8_t *flag) {
     if (c == '"') {
         const unsigned char *at = s->p;
         int esc;
-        if (scan_string(s, NULL, NULL, &esc) || esc)
+        if (scan_string(s, NULL, &esc) || esc)
             return -1;
         Sc inner = {at + 1, s->p - 1, at + 1, 0};
         Num n;
@@ -740,15 +735,8 @@ static int dur_field(Sc *s, int64_t *ns) {
         *ns = v * 1000;
         return 0;
     }
-    char tmp[64];
-    size_t len = (size_t)(n.end - n.start);
-    if (len >= sizeof tmp)
-        return -1;
-    memcpy(tmp, n.start, len);
-    tmp[len] = 0;
-    char *stop;
-    double f = strtod(tmp, &stop);
-    if (stop != tmp + len || !isfinite(f) || fabs(f) >= LONG_FLOAT_US)
+    double f;
+    if (number_double(&n, &f) || !isfinite(f) || fabs(f) >= LONG_FLOAT_US)
         return -1;
     double w = floor(f);
     double r = rint((f - w) * 1000.0);
@@ -761,9 +749,8 @@ static int key_is(const unsigned char *k, size_t len, const char *word, size_t w
 }
 
 static int scan_event(Sc *s, Cols *c) {
-    StrCol *strs[6] = {&c->ph, &c->name, &c->cat, &c->pid, &c->tid, &c->args};
-    for (int i = 0; i < 6; i++)
-        strs[i]->mark = strs[i]->data.len;
+    for (int i = 0; i < NSTR; i++)
+        c->str[i].mark = c->str[i].data.len;
     int64_t ts = 0, dur = 0, id = 0, bind = 0, corr = 0, ext = 0;
     uint8_t ts_flag = 1;
     int id_set = 0, id_has = 0, bind_set = 0, bind_has = 0, corr_has = 0, ext_has = 0;
@@ -771,36 +758,25 @@ static int scan_event(Sc *s, Cols *c) {
     const unsigned char *start = s->p;
     if (s->p >= s->end || *s->p != '{')
         return -1;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-    } else {
+    if (!opens_empty(s, '}')) {
         for (;;) {
-            ws(s);
-            if (s->p >= s->end || *s->p != '"')
-                return -1;
-            const unsigned char *k = s->p + 1;
+            const unsigned char *k;
+            size_t klen;
             int esc;
-            if (scan_string(s, NULL, NULL, &esc) || esc)
+            if (member_key(s, &k, &klen, &esc) || esc)
                 return -1; /* an escaped key might spell a field */
-            size_t klen = (size_t)(s->p - 1 - k);
-            ws(s);
-            if (s->p >= s->end || *s->p != ':')
-                return -1;
-            s->p++;
             ws(s);
             int r;
             if (key_is(k, klen, "ph", 2))
-                r = str_field(s, &c->ph);
+                r = str_field(s, &c->str[PH]);
             else if (key_is(k, klen, "name", 4))
-                r = str_field(s, &c->name);
+                r = str_field(s, &c->str[NAME]);
             else if (key_is(k, klen, "cat", 3))
-                r = str_field(s, &c->cat);
+                r = str_field(s, &c->str[CAT]);
             else if (key_is(k, klen, "pid", 3))
-                r = id_text_field(s, &c->pid);
+                r = id_text_field(s, &c->str[PID]);
             else if (key_is(k, klen, "tid", 3))
-                r = id_text_field(s, &c->tid);
+                r = id_text_field(s, &c->str[TID]);
             else if (key_is(k, klen, "ts", 2))
                 r = ts_field(s, &ts, &ts_flag);
             else if (key_is(k, klen, "dur", 3))
@@ -808,7 +784,7 @@ static int scan_event(Sc *s, Cols *c) {
             else if (key_is(k, klen, "id", 2) || key_is(k, klen, "bind_id", 7)) {
                 int is_null, has;
                 int64_t v = 0;
-                r = scan_id(s, NULL, 0, 0, &is_null, &has, &v);
+                r = scan_id(s, 0, 0, &is_null, &has, &v);
                 if (klen == 2) {
                     id_set = !is_null;
                     id_has = has;
@@ -819,50 +795,43 @@ static int scan_event(Sc *s, Cols *c) {
                     bind = v;
                 }
             } else if (key_is(k, klen, "args", 4)) {
-                c->args.data.len = c->args.mark;
+                c->str[ARGS].data.len = c->str[ARGS].mark;
                 corr_has = ext_has = 0;
                 args_seen = 1;
-                r = scan_args(s, &c->args.data, &corr_has, &corr, &ext_has, &ext);
+                r = scan_args(s, &c->str[ARGS].data, &corr_has, &corr, &ext_has, &ext);
             } else
-                r = scan_value(s, NULL, 1);
+                r = scan_value(s, 1);
             if (r)
                 return -1;
-            ws(s);
-            if (s->p >= s->end)
+            int more = next_member(s, '}');
+            if (more < 0)
                 return -1;
-            if (*s->p == ',') {
-                s->p++;
-                continue;
-            }
-            if (*s->p == '}') {
-                s->p++;
+            if (!more)
                 break;
-            }
-            return -1;
         }
     }
-    if (!args_seen && buf_put(&c->args.data, "{}", 2))
+    if (!args_seen && buf_put(&c->str[ARGS].data, "{}", 2))
         return -1;
-    for (int i = 0; i < 6; i++)
-        if (strcol_end(strs[i]))
+    for (int i = 0; i < NSTR; i++)
+        if (strcol_end(&c->str[i]))
             return -1;
     int fid_has = id_set ? id_has : bind_set ? bind_has : 0;
     int64_t fid = id_set ? id : bind;
-    if (buf_i64(&c->ts, ts) || buf_u8(&c->ts_flag, ts_flag) || buf_i64(&c->dur, dur) ||
-        buf_i64(&c->fid, fid_has ? fid : 0) || buf_u8(&c->fid_ok, (uint8_t)fid_has) ||
-        buf_i64(&c->corr, corr_has ? corr : 0) || buf_u8(&c->corr_ok, (uint8_t)corr_has) ||
-        buf_i64(&c->ext, ext_has ? ext : 0) || buf_u8(&c->ext_ok, (uint8_t)ext_has) ||
-        buf_i64(&c->ev_start, (int64_t)(start - s->base)) ||
-        buf_i64(&c->ev_end, (int64_t)(s->p - s->base)))
+    Buf *num = c->num;
+    if (buf_i64(&num[TS], ts) || buf_u8(&num[TS_FLAG], ts_flag) || buf_i64(&num[DUR], dur) ||
+        buf_i64(&num[FID], fid_has ? fid : 0) || buf_u8(&num[FID_OK], (uint8_t)fid_has) ||
+        buf_i64(&num[CORR], corr_has ? corr : 0) || buf_u8(&num[CORR_OK], (uint8_t)corr_has) ||
+        buf_i64(&num[EXT], ext_has ? ext : 0) || buf_u8(&num[EXT_OK], (uint8_t)ext_has) ||
+        buf_i64(&num[EV_START], (int64_t)(start - s->base)) ||
+        buf_i64(&num[EV_END], (int64_t)(s->p - s->base)))
         return -1;
     c->n++;
     return 0;
 }
 
 static int scan_run(Sc *s, Cols *c) {
-    StrCol *strs[6] = {&c->ph, &c->name, &c->cat, &c->pid, &c->tid, &c->args};
-    for (int i = 0; i < 6; i++)
-        if (strcol_init(strs[i]))
+    for (int i = 0; i < NSTR; i++)
+        if (strcol_init(&c->str[i]))
             return -1;
     ws(s);
     if (s->p >= s->end)
@@ -881,15 +850,12 @@ static int scan_run(Sc *s, Cols *c) {
 }
 
 static void cols_free(Cols *c) {
-    StrCol *strs[6] = {&c->ph, &c->name, &c->cat, &c->pid, &c->tid, &c->args};
-    for (int i = 0; i < 6; i++) {
-        free(strs[i]->offsets.p);
-        free(strs[i]->data.p);
+    for (int i = 0; i < NSTR; i++) {
+        free(c->str[i].offsets.p);
+        free(c->str[i].data.p);
     }
-    Buf *bufs[11] = {&c->ts,     &c->ts_flag, &c->dur,    &c->fid,      &c->fid_ok, &c->corr,
-                     &c->corr_ok, &c->ext,     &c->ext_ok, &c->ev_start, &c->ev_end};
-    for (int i = 0; i < 11; i++)
-        free(bufs[i]->p);
+    for (int i = 0; i < NNUM; i++)
+        free(c->num[i].p);
 }
 
 static PyObject *as_bytes(Buf *b) {
@@ -920,10 +886,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         cols_free(&c);
         Py_RETURN_NONE;
     }
-    StrCol *strs[6] = {&c.ph, &c.name, &c.cat, &c.pid, &c.tid, &c.args};
-    Buf *nums[11] = {&c.ts,      &c.ts_flag, &c.dur, &c.fid,      &c.fid_ok, &c.corr,
-                     &c.corr_ok, &c.ext,     &c.ext_ok, &c.ev_start, &c.ev_end};
-    PyObject *out = PyTuple_New(1 + 12 + 11);
+    PyObject *out = PyTuple_New(1 + 2 * NSTR + NNUM);
     if (!out) {
         cols_free(&c);
         return NULL;
@@ -932,18 +895,18 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     if (!item)
         goto fail;
     PyTuple_SET_ITEM(out, 0, item);
-    for (int i = 0; i < 6; i++) {
-        if (!(item = as_bytes(&strs[i]->offsets)))
+    for (int i = 0; i < NSTR; i++) {
+        if (!(item = as_bytes(&c.str[i].offsets)))
             goto fail;
         PyTuple_SET_ITEM(out, 1 + 2 * i, item);
-        if (!(item = as_bytes(&strs[i]->data)))
+        if (!(item = as_bytes(&c.str[i].data)))
             goto fail;
         PyTuple_SET_ITEM(out, 2 + 2 * i, item);
     }
-    for (int i = 0; i < 11; i++) {
-        if (!(item = as_bytes(nums[i])))
+    for (int i = 0; i < NNUM; i++) {
+        if (!(item = as_bytes(&c.num[i])))
             goto fail;
-        PyTuple_SET_ITEM(out, 13 + i, item);
+        PyTuple_SET_ITEM(out, 1 + 2 * NSTR + i, item);
     }
     cols_free(&c);
     return out;
