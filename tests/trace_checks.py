@@ -92,3 +92,39 @@ def parse_dict_only(path: Path, monkeypatch: pytest.MonkeyPatch) -> KinetoParse:
         m.setattr(kineto, "convert_typed", _refuse)
         parsed, _ = kineto.parse_file(path, workers=0)
     return parsed
+
+
+def X(name: str, ts: Any, dur: Any, cat: str = "cpu_op", **extra: Any) -> dict[str, Any]:
+    """A complete ("X") event on pid 1, tid 1 unless ``extra`` says otherwise."""
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, **extra}
+
+
+# A Kineto-like document: a step, an op, its launch and kernel linked by correlation and a
+# flow pair, an instant, a B/E pair, process and thread names, a counter.  Parsed: five timed
+# rows (four X and the B/E pair); skipped: the instant and the counter.
+KINETO_LIKE: dict[str, Any] = {
+    "schemaVersion": 1,
+    "deviceProperties": [{"id": 0, "name": "A100"}],
+    "traceEvents": [
+        X("ProfilerStep#1", 0, 100, "user_annotation", args={"External id": 1}),
+        X("aten::mm", 10, 50, args={"External id": 2, "Input Dims": [[4, 4], [4, 4]]}),
+        X(
+            "cudaLaunchKernel",
+            20,
+            5,
+            "cuda_runtime",
+            args={"External id": 2, "correlation": 9, "cbid": 211},
+        ),
+        X("gemm", 40, 30, "kernel", pid=0, tid=7, args={"External id": 2, "correlation": 9}),
+        {"ph": "s", "id": 9, "pid": 1, "tid": 1, "ts": 20, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "f", "id": 9, "pid": 0, "tid": 7, "ts": 40, "cat": "ac2g", "bp": "e"},
+        {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 5, "s": "t"},
+        {"ph": "B", "name": "region", "pid": 1, "tid": 2, "ts": 60, "args": {"a": 1}},
+        {"ph": "E", "pid": 1, "tid": 2, "ts": 70, "args": {"b": 2}},
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}},
+        {"ph": "C", "name": "mem", "pid": 1, "ts": 3, "args": {"bytes": 10}},
+    ],
+    "traceName": "t",
+    "baseTimeNanoseconds": 1700000000000000000,
+}

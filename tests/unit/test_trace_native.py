@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 from opscope.trace import kineto, native
 from opscope.trace.kineto import KinetoParse
 from trace_checks import (
+    KINETO_LIKE,
     TypedCount,
+    X,
     assert_same_parse,
     count_native,
     parse_dict_only,
@@ -70,33 +72,15 @@ def parse_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Ki
     return three_ways(path, monkeypatch)
 
 
-def X(name: str, ts: Any, dur: Any, cat: str = "cpu_op", **extra: Any) -> dict[str, Any]:
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, **extra}
-
-
-KINETO_LIKE = {
-    "schemaVersion": 1,
-    "traceEvents": [
-        X("ProfilerStep#1", 0, 100, "user_annotation", args={"External id": 1}),
-        X("aten::mm", 10, 50, args={"External id": 2, "Input Dims": [[4, 4], [4, 4]]}),
-        X("cudaLaunchKernel", 20, 5, "cuda_runtime", args={"External id": 2, "correlation": 9}),
-        X("gemm", 40, 30, "kernel", pid=0, tid=7, args={"External id": 2, "correlation": 9}),
-        {"ph": "s", "id": 9, "pid": 1, "tid": 1, "ts": 20, "cat": "ac2g", "name": "ac2g"},
-        {"ph": "f", "id": 9, "pid": 0, "tid": 7, "ts": 40, "cat": "ac2g", "bp": "e"},
-        {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 5, "s": "t"},
-        {"ph": "B", "name": "region", "pid": 1, "tid": 2, "ts": 60, "args": {"a": 1}},
-        {"ph": "E", "pid": 1, "tid": 2, "ts": 70, "args": {"b": 2}},
-        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},
-        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}},
-        {"ph": "C", "name": "mem", "pid": 1, "ts": 3, "args": {"bytes": 10}},
-        {"ph": "Q", "name": "odd", "pid": 1, "ts": 3},
-    ],
-    "baseTimeNanoseconds": 1700000000000000000,
+# the shared document with one event of a phase no reader knows
+KINETO_ODD = {
+    **KINETO_LIKE,
+    "traceEvents": [*KINETO_LIKE["traceEvents"], {"ph": "Q", "name": "odd", "pid": 1, "ts": 3}],
 }
 
 
 def test_kineto_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: TypedCount) -> None:
-    parsed = parse_text(tmp_path, monkeypatch, json.dumps(KINETO_LIKE, indent=2))
+    parsed = parse_text(tmp_path, monkeypatch, json.dumps(KINETO_ODD, indent=2))
     assert count.typed >= 1 and count.refused == 0
     assert parsed.events.num_rows == 5  # four X events and one B/E pair
     assert parsed.skipped == {
@@ -235,7 +219,7 @@ def test_text_that_is_not_plain_json_is_refused(piece: bytes) -> None:
 @given(st.binary(max_size=400), st.integers(min_value=0, max_value=400))
 def test_any_bytes_at_all(noise: bytes, at: int) -> None:
     """Random bytes, alone and spliced into a real run: never a crash."""
-    base = json.dumps(KINETO_LIKE["traceEvents"])[1:-1].encode()
+    base = json.dumps(KINETO_ODD["traceEvents"])[1:-1].encode()
     native.scan(noise)
     native.scan(base[:at] + noise + base[at:])
     native.scan(base[:at])

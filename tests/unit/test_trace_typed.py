@@ -19,7 +19,14 @@ from hypothesis import strategies as st
 
 from opscope.trace import kineto
 from opscope.trace.kineto import KinetoParse
-from trace_checks import TypedCount, assert_same_parse, count_typed, parse_dict_only
+from trace_checks import (
+    KINETO_LIKE,
+    TypedCount,
+    X,
+    assert_same_parse,
+    count_typed,
+    parse_dict_only,
+)
 
 
 @pytest.fixture
@@ -36,38 +43,6 @@ def both(
     plain = parse_dict_only(path, monkeypatch)
     assert_same_parse(typed, plain)
     return typed, plain
-
-
-def X(name: str, ts: Any, dur: Any, cat: str = "cpu_op", **extra: Any) -> dict[str, Any]:
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, **extra}
-
-
-KINETO_LIKE = {
-    "schemaVersion": 1,
-    "deviceProperties": [{"id": 0, "name": "A100"}],
-    "traceEvents": [
-        X("ProfilerStep#1", 0, 100, "user_annotation", args={"External id": 1}),
-        X("aten::mm", 10, 50, args={"External id": 2, "Input Dims": [[4, 4], [4, 4]]}),
-        X(
-            "cudaLaunchKernel",
-            20,
-            5,
-            "cuda_runtime",
-            args={"External id": 2, "correlation": 9, "cbid": 211},
-        ),
-        X("gemm", 40, 30, "kernel", pid=0, tid=7, args={"External id": 2, "correlation": 9}),
-        {"ph": "s", "id": 9, "pid": 1, "tid": 1, "ts": 20, "cat": "ac2g", "name": "ac2g"},
-        {"ph": "f", "id": 9, "pid": 0, "tid": 7, "ts": 40, "cat": "ac2g", "bp": "e"},
-        {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 5, "s": "t"},
-        {"ph": "B", "name": "region", "pid": 1, "tid": 2, "ts": 60, "args": {"a": 1}},
-        {"ph": "E", "pid": 1, "tid": 2, "ts": 70, "args": {"b": 2}},
-        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},
-        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}},
-        {"ph": "C", "name": "mem", "pid": 1, "ts": 3, "args": {"bytes": 10}},
-    ],
-    "traceName": "t",
-    "baseTimeNanoseconds": 1700000000000000000,
-}
 
 
 def test_kineto_layout_goes_typed_and_matches(
