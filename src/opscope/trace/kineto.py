@@ -318,14 +318,24 @@ def _timed_batch(
     )
     skips: list[tuple[str, int]] = []
     if bad.any():
-        missing = events.absent("ts")
-        skips = [
-            ("no ts", int((bad_ts & missing).sum())),
-            ("unreadable ts or dur", int(((bad_ts & ~missing) | bad_dur).sum())),
-            ("negative duration", int((neg & ~bad_ts).sum())),
-        ]
+        skips = _timed_skips(bad_ts, events.absent("ts"), bad_dur, neg)
         batch = batch.filter(pa.array(~bad))
     return batch, skips
+
+
+def _timed_skips(
+    bad_ts: np.ndarray, missing: np.ndarray, bad_dur: np.ndarray | None, neg: np.ndarray
+) -> list[tuple[str, int]]:
+    """Why timed events were dropped, counted in counting order: masks over the timed rows
+    (``missing``: the ts is absent; ``bad_dur`` None when no duration was unreadable)."""
+    unreadable = bad_ts & ~missing
+    if bad_dur is not None:
+        unreadable |= bad_dur
+    return [
+        ("no ts", int((bad_ts & missing).sum())),
+        ("unreadable ts or dur", int(unreadable.sum())),
+        ("negative duration", int((neg & ~bad_ts).sum())),
+    ]
 
 
 def _flow_batch(flows: Rows, ts: np.ndarray, bad: np.ndarray) -> tuple[pa.RecordBatch | None, int]:
@@ -534,14 +544,8 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
         if not keep.all():
             batch = batch.filter(pa.array(keep))
         parts.timed = batch
-        xbad = bad & is_x
-        if xbad.any():
-            absent = cols.ts_flag == 1
-            parts.timed_skips = [
-                ("no ts", int((xbad & ts_bad & absent).sum())),
-                ("unreadable ts or dur", int((xbad & ts_bad & ~absent).sum())),
-                ("negative duration", int((xbad & neg & ~ts_bad).sum())),
-            ]
+        if (bad & is_x).any():  # the scanner reads every duration it accepts
+            parts.timed_skips = _timed_skips(ts_bad & is_x, cols.ts_flag == 1, None, neg & is_x)
     if is_x.all():
         return parts
     rows = np.flatnonzero(~is_x)
