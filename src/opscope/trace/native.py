@@ -65,10 +65,14 @@ def _strings(n: int, offsets: bytes, data: bytes) -> pa.Array:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
+def _validity(valid: np.ndarray) -> tuple[pa.Buffer | None, int]:
+    """An Arrow validity bitmap (None when nothing is null) and the null count."""
+    missing = len(valid) - int(np.count_nonzero(valid))
+    return (pa.py_buffer(np.packbits(valid, bitorder="little")) if missing else None), missing
+
+
 def _ints(n: int, values: bytes, ok: bytes) -> pa.Array:
-    valid = np.frombuffer(ok, dtype=np.bool_)
-    missing = n - int(np.count_nonzero(valid))
-    bitmap = None if not missing else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    bitmap, missing = _validity(np.frombuffer(ok, dtype=np.bool_))
     return pa.Array.from_buffers(pa.int64(), n, [bitmap, pa.py_buffer(values)], missing)
 
 
@@ -82,9 +86,7 @@ def scan(piece: bytes) -> Columns | None:
     n = got[0]
     ph, name, cat, pid, tid = (_strings(n, got[i], got[i + 1]) for i in range(1, 11, 2))
     offsets = np.frombuffer(got[11], dtype=np.int32)
-    present = np.diff(offsets) > 2  # "{}": no arguments
-    missing = n - int(np.count_nonzero(present))
-    bitmap = None if not missing else pa.py_buffer(np.packbits(present, bitorder="little"))
+    bitmap, missing = _validity(np.diff(offsets) > 2)  # "{}": no arguments
     args = pa.StringArray.from_buffers(
         n, pa.py_buffer(got[11]), pa.py_buffer(got[12]), bitmap, missing
     )
