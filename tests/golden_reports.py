@@ -1,0 +1,144 @@
+"""Golden reports: the ``opscope.report/1`` document of every shared trace, frozen.
+
+The golden files under ``tests/golden/`` were written by ``python tests/golden_reports.py
+--write`` before the analysis was reworked; ``tests/integration/test_golden_reports.py``
+checks that every trace still gives the same document.  What is compared:
+
+* every key and value, except event ids (``IGNORED_KEYS``): ids are positions in the event
+  table, which the trace engine is free to renumber;
+* integers and strings exactly; floats to a relative 1e-9 (a vectorised sum may add the same
+  numbers in another order; nothing a reader sees moves);
+* source paths relative to ``../shared`` (so the check runs from any checkout).
+
+CPU peaks are measured on the machine at hand; the goldens fix them through a ``cpu`` peaks
+entry (``CPU_PEAKS``) so that CPU roofline figures do not depend on the machine.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+GOLDEN = ROOT / "tests" / "golden"
+
+# event ids: positions in the event table, not results
+IGNORED_KEYS = frozenset({"event_ids", "event_id", "first_event_id", "ids"})
+
+CPU_PEAKS: dict[str, Any] = {
+    "devices": {
+        "cpu": {
+            "name": "golden CPU",
+            "tflops": {"fp32": 1.0, "fp64": 0.5, "bf16": 1.0, "fp16": 1.0, "vector": 0.25},
+            "bandwidth_gbs": 20.0,
+            "source": "fixed for the golden reports",
+        }
+    }
+}
+
+
+def cases() -> list[str]:
+    """Every shared trace file and each Neuron fixture (one capture folder), as paths relative
+    to ``../shared``.  Folders of several traces are left out on purpose: their report changes
+    by design when a folder becomes a job of per-rank reports."""
+    if not SHARED.is_dir():
+        return []
+    out: list[str] = []
+    traces = SHARED / "traces"
+    files = sorted(
+        p for p in traces.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))
+    )
+    out += [str(p.relative_to(SHARED)) for p in files]
+    fixtures = SHARED / "neuron_fixtures"
+    if fixtures.is_dir():
+        out += sorted(
+            str(p.relative_to(SHARED))
+            for p in fixtures.iterdir()
+            if (p / "expected.json").is_file()
+        )
+    return out
+
+
+def golden_path(rel: str) -> Path:
+    return GOLDEN / (rel.replace("/", "__") + ".report.json.gz")
+
+
+def _relative(p: str) -> str:
+    try:
+        return str(Path(p).resolve().relative_to(SHARED.resolve()))
+    except ValueError:
+        return p
+
+
+def canonical(data: dict[str, Any]) -> dict[str, Any]:
+    """The report as compared: JSON types only, source paths relative to ``../shared``."""
+    doc: dict[str, Any] = orjson.loads(orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY))
+    src = doc.get("source", {})
+    src["paths"] = [_relative(p) for p in src.get("paths", [])]
+    return doc
+
+
+def report_of(rel: str) -> dict[str, Any] | None:
+    """The canonical report of one case, or None for a trace opscope refuses (with reason)."""
+    from opscope.analysis.report import analyze
+    from opscope.errors import TraceError
+
+    try:
+        report = analyze(SHARED / rel, peaks=CPU_PEAKS)
+    except TraceError as exc:
+        return {"refused": str(exc).replace(str(SHARED.resolve()), "<shared>")}
+    return canonical(report.to_dict())
+
+
+def differences(want: Any, got: Any, where: str = "$", out: list[str] | None = None) -> list[str]:
+    """Where two documents differ (ignoring ``IGNORED_KEYS``), first 50 places."""
+    out = [] if out is None else out
+    if len(out) >= 50:
+        return out
+    if isinstance(want, dict) and isinstance(got, dict):
+        for k in sorted(set(want) | set(got)):
+            if k in IGNORED_KEYS:
+                continue
+            if k not in got:
+                out.append(f"{where}.{k}: missing")
+            elif k not in want:
+                out.append(f"{where}.{k}: new key")
+            else:
+                differences(want[k], got[k], f"{where}.{k}", out)
+    elif isinstance(want, list) and isinstance(got, list):
+        if len(want) != len(got):
+            out.append(f"{where}: {len(want)} items, now {len(got)}")
+        for i, (a, b) in enumerate(zip(want, got, strict=False)):
+            differences(a, b, f"{where}[{i}]", out)
+    elif isinstance(want, float) or isinstance(got, float):
+        if not (isinstance(want, (int, float)) and isinstance(got, (int, float))) or not (
+            math.isclose(want, got, rel_tol=1e-9, abs_tol=1e-9)
+        ):
+            out.append(f"{where}: {want!r} -> {got!r}")
+    elif want != got or type(want) is not type(got):
+        out.append(f"{where}: {want!r} -> {got!r}")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if argv != ["--write"]:
+        print("usage: python tests/golden_reports.py --write", file=sys.stderr)
+        return 2
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for rel in cases():
+        doc = report_of(rel)
+        golden_path(rel).write_bytes(
+            gzip.compress(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS), mtime=0)
+        )
+        print("wrote", golden_path(rel).name)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,35 @@
+"""Every shared trace still gives the report frozen in ``tests/golden`` (see golden_reports)."""
+
+from __future__ import annotations
+
+import gzip
+
+import orjson
+import pytest
+
+from golden_reports import SHARED, cases, differences, golden_path, report_of
+
+CASES = cases()
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared not present (a user's clone)")
+@pytest.mark.parametrize("rel", CASES or ["<none>"])
+def test_report_matches_golden(rel: str) -> None:
+    path = golden_path(rel)
+    assert path.is_file(), f"no golden report for {rel}: python tests/golden_reports.py --write"
+    want = orjson.loads(gzip.decompress(path.read_bytes()))
+    got = report_of(rel)
+    diffs = differences(want, got)
+    assert not diffs, f"{rel}: the report changed:\n" + "\n".join(diffs)
+
+
+def test_differences_sees_changes() -> None:
+    a = {"x": [1, 2.0, {"y": "s", "event_ids": [1]}], "z": 1}
+    assert differences(a, a) == []
+    assert differences(a, {"x": [1, 2.0, {"y": "s", "event_ids": [9]}], "z": 1}) == []
+    assert differences(a, {"x": [1, 2.0 + 1e-6, {"y": "s"}], "z": 1}) == ["$.x[1]: 2.0 -> 2.000001"]
+    assert differences(a, {"x": [1, 2.0, {"y": "t"}], "z": 1}) == ["$.x[2].y: 's' -> 't'"]
+    assert differences(a, {"x": [1, 2.0], "z": 1}) == ["$.x: 3 items, now 2"]
+    assert differences(a, {"x": a["x"]}) == ["$.z: missing"]
+    assert differences({"n": 1}, {"n": 1.0}) == []
+    assert differences({"n": 1}, {"n": True}) == ["$.n: 1 -> True"]
