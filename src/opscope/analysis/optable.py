@@ -19,12 +19,14 @@ A table therefore never shows silently empty device columns.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from opscope.trace.arrays import DEVICE_WORK_KINDS, codes, ints, isin
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
@@ -87,10 +89,20 @@ class OpRow:
     input_types: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if self.input_dims is None and self.input_types is None:
-            d.pop("input_dims")
-            d.pop("input_types")
+        d: dict[str, Any] = {
+            "name": self.name,
+            "calls": self.calls,
+            "cpu_self_us": self.cpu_self_us,
+            "cpu_total_us": self.cpu_total_us,
+            "device_self_us": self.device_self_us,
+            "device_total_us": self.device_total_us,
+            "device_share": self.device_share,
+            "device_calls": self.device_calls,
+            "launching_calls": self.launching_calls,
+        }
+        if self.input_dims is not None or self.input_types is not None:
+            d["input_dims"] = self.input_dims
+            d["input_types"] = self.input_types
         return d
 
 
@@ -127,9 +139,8 @@ def op_table(trace: Trace, steps: tuple[int, int] | None = None) -> OpTable:
     """Aggregate the trace's ops per name (and per name + shapes)."""
     ops = select_window(trace.ops, steps)
     device_is_host = trace.device.kind == "cpu"
-    ops = ops.filter(pc.not_equal(ops.column("kind").cast(pa.string()), "step"))
-    names = ops.column("name").cast(pa.string())
-    ops = ops.filter(pc.invert(pc.is_in(names, pa.array(sorted(BOOKKEEPING_NAMES)))))
+    keep = ~isin(ops.column("kind"), ("step",)) & ~isin(ops.column("name"), BOOKKEEPING_NAMES)
+    ops = ops.filter(pa.array(keep))
 
     ops = merge_duplicate_nodes(ops)
     if device_is_host:
@@ -137,16 +148,8 @@ def op_table(trace: Trace, steps: tuple[int, int] | None = None) -> OpTable:
         device_total_ns = int(pc.sum(ops.column("device_self_ns")).as_py() or 0)
     else:
         ev = select_window(trace.events, steps)
-        dev = ev.filter(
-            pc.and_(
-                pc.equal(ev.column("source").cast(pa.string()), "device"),
-                pc.is_in(
-                    ev.column("kind").cast(pa.string()),
-                    pa.array(["kernel", "memcpy", "memset", "comm", "exec"]),
-                ),
-            )
-        )
-        device_total_ns = int(pc.sum(dev.column("dur_ns")).as_py() or 0)
+        work = isin(ev.column("source"), ("device",)) & isin(ev.column("kind"), DEVICE_WORK_KINDS)
+        device_total_ns = int(ints(ev.column("dur_ns"), 0)[work].sum())
 
     rows = _aggregate(ops, ["name"], device_is_host, device_total_ns)
     by_shape = _aggregate(
@@ -184,7 +187,7 @@ def merge_duplicate_nodes(ops: pa.Table) -> pa.Table:
     if n == 0:
         return ops
     parent_row = _parent_rows(ops)
-    names = np.asarray(ops.column("name").cast(pa.string()).to_numpy(zero_copy_only=False))
+    names, _ = codes(ops.column("name"))
     has_parent = parent_row >= 0
     child_count = np.bincount(parent_row[has_parent], minlength=n)
     dup = np.zeros(n, dtype=bool)
@@ -194,24 +197,29 @@ def merge_duplicate_nodes(ops: pa.Table) -> pa.Table:
     )
     if not dup.any():
         return ops
+    # each duplicate folds into its nearest ancestor that is not itself a duplicate
     target = np.arange(n)
-    depth = np.asarray(ops.column("depth").to_numpy(zero_copy_only=False), dtype=np.int64)
-    dup_rows = np.nonzero(dup)[0]
-    for r in dup_rows[np.argsort(depth[dup_rows], kind="stable")]:
-        t = parent_row[r]
-        while dup[t]:
-            t = parent_row[t]
-        target[r] = t
+    dup_rows = np.flatnonzero(dup)
+    t = parent_row[dup_rows]
+    while True:
+        climb = dup[t]
+        if not climb.any():
+            break
+        t[climb] = parent_row[t[climb]]
+    target[dup_rows] = t
     cols = {
         name: np.array(ops.column(name).to_numpy(zero_copy_only=False), dtype=np.int64)
         for name in ("self_ns", "device_self_ns", "device_self_count")
     }
+    for values in cols.values():
+        np.add.at(values, t, values[dup_rows])
+    # the target becomes a leaf exactly when its deepest folded duplicate was one
     is_leaf = np.array(ops.column("is_leaf").to_numpy(zero_copy_only=False), dtype=bool)
-    for r in dup_rows[np.argsort(depth[dup_rows], kind="stable")]:
-        t = target[r]
-        for values in cols.values():
-            values[t] += values[r]
-        is_leaf[t] = is_leaf[r]
+    depth = np.asarray(ops.column("depth").to_numpy(zero_copy_only=False), dtype=np.int64)
+    by_depth = np.argsort(depth[dup_rows], kind="stable")[::-1]
+    _, deepest = np.unique(t[by_depth], return_index=True)
+    chosen = dup_rows[by_depth][deepest]
+    is_leaf[target[chosen]] = is_leaf[chosen]
     # children of a folded op now hang from the op it was folded into
     ids = np.asarray(ops.column("id").to_numpy(zero_copy_only=False), dtype=np.int64)
     new_parent = np.where(has_parent, ids[np.maximum(parent_row, 0)], -1)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from opscope.trace.arrays import codes, ints, value_mask
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
@@ -70,52 +71,45 @@ def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
     return int((e - s).sum())
 
 
-def _arr(t: pa.Table, name: str) -> np.ndarray:
-    return np.asarray(t.column(name).to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
 def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSummary:
     ev = trace.events if events is None else events
-    timed = ev.filter(pc.not_equal(ev.column("source").cast(pa.string()), "other"))
-    if timed.num_rows == 0:
-        return TimelineSummary(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, trace.device.kind == "cpu")
-    start = _arr(timed, "start_ns")
-    end = start + _arr(timed, "dur_ns")
-    t0, t1 = int(start.min()), int(end.max())
-    wall = t1 - t0
     device_is_host = trace.device.kind == "cpu"
-    kinds = timed.column("kind").cast(pa.string())
+    source_c, sources = codes(ev.column("source"))
+    timed = ~value_mask(sources, ("other",))[source_c]
+    if not timed.any():
+        return TimelineSummary(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, device_is_host)
+    start = ints(ev.column("start_ns"), 0)
+    end = start + ints(ev.column("dur_ns"), 0)
+    t0, t1 = int(start[timed].min()), int(end[timed].max())
+    wall = t1 - t0
+    kind_c, kinds = codes(ev.column("kind"))
     if device_is_host:
-        ops = timed.filter(
-            pc.and_(
-                pc.equal(timed.column("source").cast(pa.string()), "framework"),
-                pc.is_in(kinds, pa.array(["op", "annotation"])),
-            )
+        ops = np.flatnonzero(
+            value_mask(sources, ("framework",))[source_c]
+            & value_mask(kinds, ("op", "annotation"))[kind_c]
         )
+        tid_c, _ = codes(ev.column("tid"))
+        op_tids = tid_c[ops]
+        # threads in order of first appearance (ties go to the first, as always)
+        present, first = np.unique(op_tids, return_index=True)
         best, span = 0, 0
-        for tid in pc.unique(ops.column("tid").cast(pa.string())).to_pylist():
-            sel = ops.filter(pc.equal(ops.column("tid").cast(pa.string()), tid))
-            s = _arr(sel, "start_ns")
-            e = s + _arr(sel, "dur_ns")
-            u = union_ns(s, e)
+        for code in present[np.argsort(first, kind="stable")].tolist():
+            sel = ops[op_tids == code]
+            u = union_ns(start[sel], end[sel])
             if u > best:
-                best, span = u, int(e.max() - s.min())
+                best, span = u, int(end[sel].max() - start[sel].min())
         busy = best
         parts = {"compute": busy, "comm": 0, "memcpy": 0, "memset": 0}
         pre_window = 0
     else:
-        dev = timed.filter(
-            pc.and_(
-                pc.equal(timed.column("source").cast(pa.string()), "device"),
-                pc.is_in(kinds, pa.array(list(_WORK_KINDS))),
-            )
+        dev = np.flatnonzero(
+            value_mask(sources, ("device",))[source_c] & value_mask(kinds, _WORK_KINDS)[kind_c]
         )
-        dev, pre_window = _drop_pre_window(timed, dev)
-        s = _arr(dev, "start_ns")
-        e = s + _arr(dev, "dur_ns")
+        dev, pre_window = _drop_pre_window(ev, dev, source_c, sources)
+        s, e = start[dev], end[dev]
         busy = union_ns(s, e)
         span = int(e.max() - s.min()) if len(s) else 0
-        dkinds = np.asarray(dev.column("kind").cast(pa.string()).to_numpy(zero_copy_only=False))
+        dkind = kind_c[dev]
         parts = {}
         for label, ks in (
             ("compute", ("kernel", "exec")),
@@ -123,8 +117,8 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
             ("memcpy", ("memcpy",)),
             ("memset", ("memset",)),
         ):
-            m = np.isin(dkinds, ks)
-            parts[label] = union_ns(s[m], s[m] + _arr(dev, "dur_ns")[m])
+            m = value_mask(kinds, ks)[dkind]
+            parts[label] = union_ns(s[m], e[m])
     return TimelineSummary(
         wall_us=wall / 1e3,
         device_span_us=span / 1e3,
@@ -141,22 +135,32 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
     )
 
 
-def _drop_pre_window(timed: pa.Table, dev: pa.Table) -> tuple[pa.Table, int]:
-    """Device work launched before the trace began: its correlation has no runtime call here."""
-    corr = dev.column("correlation")
-    if corr.null_count == len(corr):
+def _drop_pre_window(
+    ev: pa.Table, dev: np.ndarray, source_c: np.ndarray, sources: list[str]
+) -> tuple[np.ndarray, int]:
+    """Device work launched before the trace began: its correlation has no runtime call here.
+    ``dev`` are row positions; returns the rows kept and the dropped device time (ns)."""
+    corr_col = ev.column("correlation")
+    if len(dev) == 0 or corr_col.null_count == len(corr_col):
         return dev, 0
-    runtime = timed.filter(pc.equal(timed.column("source").cast(pa.string()), "runtime"))
-    if runtime.num_rows == 0:  # a device-only trace: nothing to check against
+    corr = ints(corr_col, -1)
+    has_corr = np.asarray(corr_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if corr_col.null_count == 0:
+        has_corr = np.ones(len(corr), dtype=bool)
+    dev_has = has_corr[dev]
+    if not dev_has.any():  # device events without correlations: nothing to check
         return dev, 0
-    keys = pc.binary_join_element_wise(
-        dev.column("rank").cast(pa.string()), corr.cast(pa.string()), ":"
-    )
-    launched = pc.binary_join_element_wise(
-        runtime.column("rank").cast(pa.string()),
-        runtime.column("correlation").cast(pa.string()),
-        ":",
-    )
-    orphan = pc.fill_null(pc.invert(pc.is_in(keys, launched.drop_null())), False)
-    dropped = dev.filter(orphan)
-    return dev.filter(pc.invert(orphan)), int(pc.sum(dropped.column("dur_ns")).as_py() or 0)
+    runtime = np.flatnonzero(value_mask(sources, ("runtime",))[source_c])
+    if len(runtime) == 0:  # a device-only trace: nothing to check against
+        return dev, 0
+    rank = ints(ev.column("rank"), 0)
+    runtime = runtime[has_corr[runtime]]
+    # (as before the rework: a device event without a correlation counts as launched
+    # before the window whenever others carry one)
+    orphan = ~dev_has
+    for r in np.unique(rank[dev[dev_has]]).tolist():
+        mine = dev_has & (rank[dev] == r)
+        launched = corr[runtime[rank[runtime] == r]]
+        orphan[mine] = ~np.isin(corr[dev[mine]], launched)
+    dur = ints(ev.column("dur_ns"), 0)
+    return dev[~orphan], int(dur[dev[orphan]].sum())
