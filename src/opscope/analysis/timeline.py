@@ -155,8 +155,8 @@ def _drop_pre_window(
         return dev, 0
     rank = ints(ev.column("rank"), 0)
     runtime = runtime[has_corr[runtime]]
-    # (as before the rework: a device event without a correlation counts as launched
-    # before the window whenever others carry one)
+    # a device event without a correlation, where others carry one, counts as launched before
+    # the window (on the shared MTIA trace all such events end before the first runtime call)
     orphan = ~dev_has
     for r in np.unique(rank[dev[dev_has]]).tolist():
         mine = dev_has & (rank[dev] == r)
