@@ -1,7 +1,9 @@
 """The report: everything the analysis says about one trace, as data (schema ``opscope.report/1``).
 
-Renderers (``opscope.report``) turn it into text, JSON, Markdown or HTML; no analysis happens
-there.  ``analyze(trace)`` is the single entry point.
+Renderers turn it into text, JSON, Markdown or HTML; no analysis happens there.
+``analyze(trace)`` is the single entry point.  The unit of analysis is one rank
+(:class:`~opscope.analysis.job.RankReport`): a trace of several ranks is analysed rank by rank
+and its report is :func:`merge` of the rank reports, which needs no events.
 """
 
 from __future__ import annotations
@@ -10,47 +12,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
 
+from opscope.analysis import job
 from opscope.analysis.findings import Context, run_rules
+from opscope.analysis.job import RankReport
+from opscope.analysis.kernels import KernelRow, kernel_table
 from opscope.analysis.optable import OpTable, op_table, select_window
 from opscope.analysis.roofline import Roofline, annotate
 from opscope.analysis.roofline import roofline as roofline_of_report
 from opscope.analysis.steps import StepStats, step_stats
 from opscope.analysis.timeline import TimelineSummary, timeline_summary
 from opscope.trace import Trace, load
+from opscope.trace.model import TraceMeta
 
 REPORT_SCHEMA = "opscope.report/1"
 
 
 @dataclass
-class KernelRow:
-    name: str
-    calls: int
-    device_us: float
-    mean_us: float
-    min_us: float
-    max_us: float
-    ops: list[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "calls": self.calls,
-            "device_us": self.device_us,
-            "mean_us": self.mean_us,
-            "min_us": self.min_us,
-            "max_us": self.max_us,
-            "op": self.ops[0] if self.ops else None,
-            "ops": self.ops,
-        }
-
-
-@dataclass
 class Report:
-    trace: Trace
+    """The analysis of one rank, or the merge of a job's ranks (``ranks`` then holds them and
+    ``trace`` is the job's event table, or None when the ranks were analysed elsewhere)."""
+
+    trace: Trace | None
     ops: OpTable
     kernels: list[KernelRow]
     timeline: TimelineSummary
@@ -60,8 +45,14 @@ class Report:
     extra: dict[str, Any] = field(default_factory=dict)
     run_info: dict[str, Any] | None = None  # run.json when the trace came from a run folder
     roofline: Roofline | None = None
+    ranks: list[RankReport] = field(default_factory=list)  # a job's ranks (empty: one rank)
+    job: dict[str, Any] | None = None  # a job's merged source/device/window sections
 
     def to_dict(self) -> dict[str, Any]:
+        if self.job is not None:
+            return self._job_dict(self.job)
+        if self.trace is None:
+            raise ValueError("a report of one rank needs its trace")
         meta = self.trace.meta
         device = self.trace.device.to_dict()
         captured = (self.run_info or {}).get("device")
@@ -108,70 +99,39 @@ class Report:
             out["roofline"] = self.roofline.to_dict()
         return out
 
+    def _job_dict(self, sections: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema": REPORT_SCHEMA,
+            "source": sections["source"],
+            "device": {**sections["device"], "peaks": {}},
+            "window": sections["window"],
+            "summary": {
+                **self.timeline.to_dict(),
+                "device_time_us": self.ops.device_time_us,
+                "cpu_busy_us": sum(r.cpu_self_us for r in self.ops.rows),
+            },
+            "steps": [s.to_dict() for s in self.steps],
+            "ops": [r.to_dict() for r in self.ops.rows],
+            "op_shapes": [r.to_dict() for r in self.ops.by_shape],
+            "kernels": [k.to_dict() for k in self.kernels],
+            "findings": self.findings,
+            "ranks": [job.rank_summary(r) for r in self.ranks],
+            **self.extra,
+        }
+        if self.ops.device_is_host:
+            out["device"]["note"] = (
+                "CPU-only trace: the device is the CPU; device columns hold the work of the "
+                "computing leaf ops"
+            )
+        if self.roofline is not None:
+            annotate(out, self.roofline)
+            out["roofline"] = self.roofline.to_dict()
+        return out
+
     def _in_window(self, step: int) -> bool:
         if self.window_steps is None:
             return True
         return self.window_steps[0] <= step <= self.window_steps[1]
-
-
-def _neff_names(trace: Trace, k: pa.Table) -> list[str]:
-    """On Neuron every execution is ``nc_exec_running``: name it by the NEFF it ran."""
-    base = int(trace.events.column("id")[0].as_py()) if len(trace) else 0
-    rows = pc.subtract(k.column("id"), pa.scalar(base, pa.int64()))
-    out: list[str] = []
-    for name, args in zip(
-        k.column("name").cast(pa.string()).to_pylist(),
-        trace.events.column("args").take(rows).to_pylist(),
-        strict=True,
-    ):
-        model = None
-        if args:
-            try:
-                model = orjson.loads(args).get("model_name")
-            except (orjson.JSONDecodeError, AttributeError):
-                model = None
-        out.append(f"{name} [{model}]" if model else str(name))
-    return out
-
-
-def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[KernelRow]:
-    k = select_window(trace.kernels, steps)
-    k = k.filter(pc.not_equal(k.column("kind").cast(pa.string()), "annotation"))
-    if k.num_rows == 0:
-        return []
-    names = k.column("name").cast(pa.string())
-    if trace.device.kind == "neuron":
-        names = pa.chunked_array([_neff_names(trace, k)], pa.string())
-    t = pa.table(
-        {
-            "name": names,
-            "dur_ns": k.column("dur_ns"),
-            "op_name": k.column("op_name").cast(pa.string()),
-        }
-    )
-    g = t.group_by("name", use_threads=False).aggregate(
-        [
-            ("dur_ns", "count"),
-            ("dur_ns", "sum"),
-            ("dur_ns", "min"),
-            ("dur_ns", "max"),
-            ("op_name", "distinct"),
-        ]
-    )
-    rows = [
-        KernelRow(
-            name=r["name"],
-            calls=r["dur_ns_count"],
-            device_us=r["dur_ns_sum"] / 1e3,
-            mean_us=r["dur_ns_sum"] / r["dur_ns_count"] / 1e3,
-            min_us=r["dur_ns_min"] / 1e3,
-            max_us=r["dur_ns_max"] / 1e3,
-            ops=sorted(o for o in r["op_name_distinct"] if o is not None),
-        )
-        for r in g.to_pylist()
-    ]
-    rows.sort(key=lambda r: (-r.device_us, r.name))
-    return rows
 
 
 def _run_info(source: Trace | str | Path) -> dict[str, Any] | None:
@@ -191,21 +151,104 @@ def _run_info(source: Trace | str | Path) -> dict[str, Any] | None:
     return None
 
 
-def analyze(
-    source: Trace | str | Path,
-    steps: tuple[int, int] | None = None,
-    *,
-    findings: bool = True,
-    roofline: bool = True,
-    peaks: str | Path | dict[str, Any] | None = None,
-) -> Report:
-    """Analyse a trace (or a path to one) over the whole trace or the given steps.
+def rank_report(report: Report, rank: int | None = None) -> RankReport:
+    """The :class:`RankReport` of a one-rank report (its events are not kept)."""
+    d = report.to_dict()
+    src = d["source"]
+    return RankReport(
+        rank=int(rank if rank is not None else (src["ranks"] or [0])[0]),
+        source={k: src[k] for k in ("paths", "format", "events", "warnings", "skipped")},
+        device=d["device"],
+        window=d["window"],
+        ops=report.ops,
+        kernels=report.kernels,
+        timeline=report.timeline,
+        steps=[s for s in report.steps if report._in_window(s.step)],
+        findings=report.findings,
+        roofline=report.roofline,
+    )
 
-    ``roofline``: add FLOPs, bytes and the compute/memory/overhead bound per op (the first
-    report on a CPU trace measures the CPU's peaks once, about a second, then caches them);
-    ``peaks``: a JSON file or dict overriding device peaks.
-    """
-    trace = source if isinstance(source, Trace) else load(source)
+
+def merge(
+    ranks: list[RankReport],
+    *,
+    trace: Trace | None = None,
+    window_steps: tuple[int, int] | None = None,
+    run_info: dict[str, Any] | None = None,
+) -> Report:
+    """The job report of rank reports (see :mod:`opscope.analysis.job`): no events needed;
+    ``trace``, when given, is kept for renderers that draw the timeline."""
+    ranks = sorted(ranks, key=lambda r: r.rank)
+    ops = job.merge_op_tables([r.ops for r in ranks])
+    timeline = job.merge_timelines([r.timeline for r in ranks])
+    steps = job.merge_steps(ranks)
+    report = Report(
+        trace=trace,
+        ops=ops,
+        kernels=job.merge_kernels([r.kernels for r in ranks]),
+        timeline=timeline,
+        steps=steps,
+        window_steps=window_steps,
+        findings=job.merge_findings(ranks),
+        run_info=run_info,
+        roofline=job.merge_rooflines([r.roofline for r in ranks if r.roofline], ops),
+        ranks=ranks,
+    )
+    report.job = {
+        "source": job.merge_sources(ranks),
+        "device": job.merge_devices(ranks),
+        "window": {
+            "start_ns": timeline.start_ns,
+            "end_ns": timeline.end_ns,
+            "steps": sorted({s.step for s in steps}),
+            "selection": None if window_steps is None else list(window_steps),
+        },
+    }
+    return report
+
+
+def rank_traces(trace: Trace) -> list[Trace]:
+    """One :class:`Trace` per rank of a trace of several (each rank's rows are one block of
+    the event table, ids kept: evidence event ids stay valid in the whole table)."""
+    ranks = list(trace.meta.ranks)
+    col = np.asarray(trace.events.column("rank").to_numpy(zero_copy_only=False))
+    out: list[Trace] = []
+    meta = trace.meta
+    for i, r in enumerate(ranks):
+        rows = np.flatnonzero(col == r)
+        if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+            events = trace.events.slice(int(rows[0]), len(rows))
+        else:
+            events = trace.events.take(rows)
+        part = TraceMeta(
+            paths=[meta.paths[i]] if len(meta.paths) == len(ranks) else list(meta.paths),
+            format=meta.format,
+            ranks=[r],
+            rank_origin={r: meta.rank_origin.get(r, "order")},
+            device_properties=meta.device_properties,
+            distributed_info=meta.distributed_info,
+            base_time_ns=meta.base_time_ns,
+            process_names=meta.process_names,
+            thread_names=meta.thread_names,
+            extra=meta.extra,
+            cached=meta.cached,
+            alignment=meta.alignment,
+        )
+        sub = Trace(events, part)
+        sub.neuron = trace.neuron
+        out.append(sub)
+    return out
+
+
+def _analyze_rank(
+    trace: Trace,
+    *,
+    steps: tuple[int, int] | None,
+    findings: bool,
+    roofline: bool,
+    peaks: str | Path | dict[str, Any] | None,
+    run_info: dict[str, Any] | None,
+) -> Report:
     events = select_window(trace.events, steps) if steps is not None else None
     report = Report(
         trace=trace,
@@ -215,7 +258,7 @@ def analyze(
         steps=step_stats(trace),
         window_steps=steps,
     )
-    report.run_info = _run_info(source)
+    report.run_info = run_info
     if roofline:
         report.roofline = roofline_of_report(report, overrides=peaks)
     if findings:
@@ -229,3 +272,51 @@ def analyze(
         )
         report.findings = [f.to_dict() for f in run_rules(ctx)]
     return report
+
+
+def analyze(
+    source: Trace | str | Path,
+    steps: tuple[int, int] | None = None,
+    *,
+    findings: bool = True,
+    roofline: bool = True,
+    peaks: str | Path | dict[str, Any] | None = None,
+) -> Report:
+    """Analyse a trace (or a path to one) over the whole trace or the given steps.
+
+    A trace of several ranks is analysed rank by rank and merged (:func:`merge`); its report
+    has a ``ranks`` section.  ``roofline``: add FLOPs, bytes and the compute/memory/overhead
+    bound per op (the first report on a CPU trace measures the CPU's peaks once, about a
+    second, then caches them); ``peaks``: a JSON file or dict overriding device peaks.
+    """
+    trace = source if isinstance(source, Trace) else load(source)
+    run_info = _run_info(source)
+    if len(set(trace.meta.ranks)) <= 1:
+        return _analyze_rank(
+            trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
+        )
+    parts = [
+        rank_report(
+            _analyze_rank(
+                t, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
+            ),
+            t.meta.ranks[0],
+        )
+        for t in rank_traces(trace)
+    ]
+    report = merge(parts, trace=trace, window_steps=steps, run_info=run_info)
+    if report.job is not None:  # what ingestion noticed is the whole trace's
+        report.job["source"]["warnings"] = list(trace.meta.warnings)
+        report.job["source"]["skipped"] = dict(trace.meta.skipped)
+    return report
+
+
+__all__ = [
+    "REPORT_SCHEMA",
+    "KernelRow",
+    "Report",
+    "analyze",
+    "kernel_table",
+    "merge",
+    "rank_report",
+]

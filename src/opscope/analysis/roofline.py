@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 import pyarrow as pa
@@ -36,8 +36,22 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from opscope.analysis.optable import OpRow, OpTable
-    from opscope.analysis.report import Report
     from opscope.trace.model import Trace
+
+
+class Analysed(Protocol):
+    """What :func:`roofline` needs of a report (a :class:`~opscope.analysis.report.Report`):
+    named structurally so that this module does not import the report built on it."""
+
+    @property
+    def trace(self) -> Trace | None: ...
+
+    @property
+    def ops(self) -> OpTable: ...
+
+    @property
+    def window_steps(self) -> tuple[int, int] | None: ...
+
 
 # Device time more than this many times the roofline time is overhead, not work (a 10x gap is
 # far outside the error of the cost model and of datasheet peaks, which are within ~2x).
@@ -390,14 +404,14 @@ def roofline_of(
         device_kind=dev.kind,
         device_name=peaks.name if peaks is not None and dev.kind == "cpu" else dev.name,
         peaks=peaks,
-        ops=_by_name(table, shape_rows, overhead_factor),
+        ops=rows_by_name(table, shape_rows, overhead_factor),
         op_shapes=shape_rows,
         overhead_factor=overhead_factor,
         notes=notes,
     )
 
 
-def _by_name(table: OpTable, shapes: list[RooflineRow], factor: float) -> list[RooflineRow]:
+def rows_by_name(table: OpTable, shapes: list[RooflineRow], factor: float) -> list[RooflineRow]:
     """Per op name: sums over its costed shape rows; bound from the summed roofline times."""
     groups: dict[str, list[RooflineRow]] = {}
     for s in shapes:
@@ -438,7 +452,7 @@ def _by_name(table: OpTable, shapes: list[RooflineRow], factor: float) -> list[R
 
 
 def roofline(
-    report: Report,
+    report: Analysed,
     peaks: DevicePeaks | None = None,
     *,
     find_peaks: bool = True,
@@ -446,6 +460,8 @@ def roofline(
 ) -> Roofline:
     """The roofline of a :class:`~opscope.analysis.report.Report` (its trace, op table and
     window)."""
+    if report.trace is None:
+        raise ValueError("the roofline needs the report's trace (a merged job report has none)")
     return roofline_of(
         report.trace,
         report.ops,
@@ -489,4 +505,5 @@ __all__ = [
     "classify",
     "roofline",
     "roofline_of",
+    "rows_by_name",
 ]

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,9 +35,19 @@ class StepStats:
     cpu_us: float
     device_us: float
     device_ops: int
+    rank: int | None = None  # in a job's report: the rank whose step this is
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d: dict[str, Any] = {
+            "step": self.step,
+            "wall_us": self.wall_us,
+            "cpu_us": self.cpu_us,
+            "device_us": self.device_us,
+            "device_ops": self.device_ops,
+        }
+        if self.rank is not None:
+            d["rank"] = self.rank
+        return d
 
 
 def step_stats(trace: Trace) -> list[StepStats]:

@@ -1,0 +1,372 @@
+"""The unit of analysis is one rank; a job's report is the merge of its ranks' reports.
+
+* :class:`RankReport` - everything the analysis says about one rank: op tables, kernels, steps,
+  timeline, findings, roofline and the rank's collective records.  Compact and serialisable
+  (``to_dict()`` / ``from_dict()`` round-trip exactly), and holding no events: it is what a
+  worker sends back when ranks are analysed elsewhere.
+* :func:`merge` - the job report from rank reports alone, never the events (the way a profiler
+  combines the sessions of several processes).  A single-rank trace is a job of one rank.
+
+How a job's figures combine its ranks' (``docs/architecture.md``, "Per-rank units"):
+
+* op and kernel tables - per name (and per name + shapes): calls, CPU and device times summed
+  over the ranks, kernel min/max over the ranks, the device share over the job's device time;
+* ``summary`` - wall time from the first to the last event of any rank; every device figure
+  (span, busy, idle, compute, communication, copies) summed over the ranks' devices;
+* ``steps`` - one row per rank and step (``rank`` says whose);
+* findings - every rank's, each naming its ``rank``, ranked together by time at stake;
+* roofline - FLOPs, bytes and times summed per (op, shapes), bounds placed again on the sums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from opscope.analysis.kernels import KernelRow
+from opscope.analysis.optable import OpRow, OpTable
+from opscope.analysis.peaks import DevicePeaks
+from opscope.analysis.roofline import Roofline, RooflineRow, classify, rows_by_name
+from opscope.analysis.steps import StepStats
+from opscope.analysis.timeline import TimelineSummary
+
+RANK_REPORT_SCHEMA = "opscope.rank_report/1"
+_SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
+
+
+def _build(cls: Any, d: dict[str, Any]) -> Any:
+    """A dataclass from the keys of ``d`` that are its fields (others are derived values)."""
+    names = {f.name for f in fields(cls)}
+    kwargs = {k: v for k, v in d.items() if k in names}
+    for optional in ("input_dims", "input_types"):  # left out of a row's dict when None
+        if optional in names:
+            kwargs.setdefault(optional, None)
+    return cls(**kwargs)
+
+
+def _peaks_from_dict(d: dict[str, Any] | None) -> DevicePeaks | None:
+    if not d:
+        return None
+    known = {"key", "name", "flops", "bandwidth", "source", "measured", "note"}
+    return DevicePeaks(
+        key=str(d["key"]),
+        name=str(d["name"]),
+        flops={str(k): float(v) for k, v in d["flops"].items()},
+        bandwidth=float(d["bandwidth"]),
+        source=str(d["source"]),
+        note=d.get("note"),
+        measured=bool(d.get("measured", False)),
+        extra={k: v for k, v in d.items() if k not in known},
+    )
+
+
+def roofline_from_dict(d: dict[str, Any]) -> Roofline:
+    """The inverse of :meth:`Roofline.to_dict`."""
+    return Roofline(
+        device_kind=str(d["device"]["kind"]),
+        device_name=str(d["device"]["name"]),
+        peaks=_peaks_from_dict(d.get("peaks")),
+        ops=[_build(RooflineRow, r) for r in d["ops"]],
+        op_shapes=[_build(RooflineRow, r) for r in d["op_shapes"]],
+        overhead_factor=float(d["overhead_factor"]),
+        notes=list(d.get("notes", [])),
+    )
+
+
+@dataclass
+class RankReport:
+    """The analysis of one rank (see the module docstring).  ``source``, ``device`` and
+    ``window`` are the sections of that rank's ``opscope.report/1`` document."""
+
+    rank: int
+    source: dict[str, Any]
+    device: dict[str, Any]
+    window: dict[str, Any]
+    ops: OpTable
+    kernels: list[KernelRow]
+    timeline: TimelineSummary
+    steps: list[StepStats]
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    roofline: Roofline | None = None
+    collectives: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": RANK_REPORT_SCHEMA,
+            "rank": self.rank,
+            "source": self.source,
+            "device": self.device,
+            "window": self.window,
+            "device_is_host": self.ops.device_is_host,
+            "device_time_us": self.ops.device_time_us,
+            "ops": [r.to_dict() for r in self.ops.rows],
+            "op_shapes": [r.to_dict() for r in self.ops.by_shape],
+            "kernels": [k.to_dict() for k in self.kernels],
+            "timeline": self.timeline.to_dict(),
+            "steps": [s.to_dict() for s in self.steps],
+            "findings": self.findings,
+            "roofline": self.roofline.to_dict() if self.roofline is not None else None,
+            "collectives": self.collectives,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RankReport:
+        if d.get("schema") != RANK_REPORT_SCHEMA:
+            raise ValueError(f"not a rank report: schema {d.get('schema')!r}")
+        return cls(
+            rank=int(d["rank"]),
+            source=dict(d["source"]),
+            device=dict(d["device"]),
+            window=dict(d["window"]),
+            ops=OpTable(
+                rows=[_build(OpRow, r) for r in d["ops"]],
+                device_is_host=bool(d["device_is_host"]),
+                device_time_us=float(d["device_time_us"]),
+                by_shape=[_build(OpRow, r) for r in d["op_shapes"]],
+            ),
+            kernels=[_build(KernelRow, k) for k in d["kernels"]],
+            timeline=_build(TimelineSummary, d["timeline"]),
+            steps=[_build(StepStats, s) for s in d["steps"]],
+            findings=list(d["findings"]),
+            roofline=roofline_from_dict(d["roofline"]) if d.get("roofline") else None,
+            collectives=list(d.get("collectives", [])),
+            extra=dict(d.get("extra", {})),
+        )
+
+
+# -- merging ------------------------------------------------------------------------------------
+
+
+def _merge_op_rows(tables: Sequence[list[OpRow]], device_total_us: float) -> list[OpRow]:
+    merged: dict[tuple[str, str | None, str | None], OpRow] = {}
+    for rows in tables:
+        for r in rows:
+            key = (r.name, r.input_dims, r.input_types)
+            m = merged.get(key)
+            if m is None:
+                merged[key] = OpRow(**{f.name: getattr(r, f.name) for f in fields(OpRow)})
+                continue
+            m.calls += r.calls
+            m.cpu_self_us += r.cpu_self_us
+            m.cpu_total_us += r.cpu_total_us
+            m.device_self_us += r.device_self_us
+            m.device_total_us += r.device_total_us
+            m.device_calls += r.device_calls
+            m.launching_calls += r.launching_calls
+    out = list(merged.values())
+    for m in out:
+        m.device_share = m.device_self_us / device_total_us if device_total_us else 0.0
+    out.sort(key=lambda row: (-row.device_self_us, -row.cpu_total_us, row.name))
+    return out
+
+
+def merge_op_tables(tables: Sequence[OpTable]) -> OpTable:
+    """Per name and per (name, shapes): every count and time summed over the tables."""
+    device_us = sum(t.device_time_us for t in tables)
+    return OpTable(
+        rows=_merge_op_rows([t.rows for t in tables], device_us),
+        device_is_host=all(t.device_is_host for t in tables) if tables else False,
+        device_time_us=device_us,
+        by_shape=_merge_op_rows([t.by_shape for t in tables], device_us),
+    )
+
+
+def merge_kernels(tables: Sequence[list[KernelRow]]) -> list[KernelRow]:
+    merged: dict[str, KernelRow] = {}
+    for rows in tables:
+        for k in rows:
+            m = merged.get(k.name)
+            if m is None:
+                merged[k.name] = KernelRow(
+                    k.name, k.calls, k.device_us, k.mean_us, k.min_us, k.max_us, list(k.ops)
+                )
+                continue
+            m.calls += k.calls
+            m.device_us += k.device_us
+            m.min_us = min(m.min_us, k.min_us)
+            m.max_us = max(m.max_us, k.max_us)
+            m.ops = sorted(set(m.ops) | set(k.ops))
+    out = list(merged.values())
+    for m in out:
+        m.mean_us = m.device_us / m.calls if m.calls else 0.0
+    out.sort(key=lambda r: (-r.device_us, r.name))
+    return out
+
+
+def merge_timelines(timelines: Sequence[TimelineSummary]) -> TimelineSummary:
+    """The job's wall span; device figures summed over the ranks' devices."""
+    live = [t for t in timelines if t.end_ns > t.start_ns or t.wall_us > 0]
+    host = all(t.device_is_host for t in timelines) if timelines else False
+    if not live:
+        return TimelineSummary(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, host)
+    start = min(t.start_ns for t in live)
+    end = max(t.end_ns for t in live)
+    return TimelineSummary(
+        wall_us=(end - start) / 1e3,
+        device_span_us=sum(t.device_span_us for t in live),
+        device_busy_us=sum(t.device_busy_us for t in live),
+        device_idle_us=sum(t.device_idle_us for t in live),
+        compute_us=sum(t.compute_us for t in live),
+        comm_us=sum(t.comm_us for t in live),
+        memcpy_us=sum(t.memcpy_us for t in live),
+        memset_us=sum(t.memset_us for t in live),
+        start_ns=start,
+        end_ns=end,
+        device_is_host=host,
+        pre_window_device_us=sum(t.pre_window_device_us for t in live),
+    )
+
+
+def merge_rooflines(rooflines: Sequence[Roofline], table: OpTable) -> Roofline | None:
+    """Shape rows summed over the ranks (bounds placed again on the sums); per-name rows from
+    the merged op table, as for one rank."""
+    if not rooflines:
+        return None
+    first = rooflines[0]
+    factor = first.overhead_factor
+    merged: dict[tuple[str, str | None, str | None], RooflineRow] = {}
+    for rl in rooflines:
+        for r in rl.op_shapes:
+            key = (r.name, r.input_dims, r.input_types)
+            m = merged.get(key)
+            if m is None:
+                merged[key] = RooflineRow(
+                    **{f.name: getattr(r, f.name) for f in fields(RooflineRow)}
+                )
+                continue
+            m.calls += r.calls
+            m.device_self_us += r.device_self_us
+            m.costed_calls += r.costed_calls
+            m.costed_us += r.costed_us
+            if r.flops is not None:
+                m.flops = (m.flops or 0.0) + r.flops
+                m.bytes = (m.bytes or 0.0) + (r.bytes or 0.0)
+                m.formula = m.formula or r.formula
+                m.dtype = m.dtype or r.dtype
+                m.matrix = m.matrix or r.matrix
+            for name in ("compute_us", "memory_us"):
+                a, b = getattr(m, name), getattr(r, name)
+                setattr(m, name, None if a is None and b is None else (a or 0.0) + (b or 0.0))
+    shapes = list(merged.values())
+    for m in shapes:
+        m.bound = classify(m.costed_us, m.compute_us, m.memory_us, factor)
+    by_key = {(r.name, r.input_dims, r.input_types): r for r in shapes}
+    ordered = [
+        by_key[(r.name, r.input_dims, r.input_types)]
+        for r in table.by_shape
+        if (r.name, r.input_dims, r.input_types) in by_key
+    ]
+    notes: list[str] = []
+    for rl in rooflines:
+        notes += [n for n in rl.notes if n not in notes]
+    return Roofline(
+        device_kind=first.device_kind,
+        device_name=first.device_name,
+        peaks=first.peaks,
+        ops=rows_by_name(table, ordered, factor),
+        op_shapes=ordered,
+        overhead_factor=factor,
+        notes=notes,
+    )
+
+
+def merge_findings(ranks: Sequence[RankReport]) -> list[dict[str, Any]]:
+    """Every rank's findings, each naming its rank, ranked together and numbered anew."""
+    found: list[dict[str, Any]] = []
+    for rr in ranks:
+        for f in rr.findings:
+            found.append({**f, "rank": rr.rank, "rank_finding_id": f.get("id")})
+    found.sort(
+        key=lambda f: (
+            -float(f.get("time_at_stake_us", 0.0)),
+            _SEVERITY_RANK.get(str(f.get("severity")), 9),
+            str(f.get("title", "")),
+            int(f["rank"]),
+        )
+    )
+    for i, f in enumerate(found, 1):
+        f["id"] = f"F{i}"
+    return found
+
+
+def merge_steps(ranks: Sequence[RankReport]) -> list[StepStats]:
+    out: list[StepStats] = []
+    for rr in ranks:
+        for s in rr.steps:
+            out.append(
+                StepStats(s.step, s.wall_us, s.cpu_us, s.device_us, s.device_ops, rank=rr.rank)
+            )
+    return sorted(out, key=lambda s: (s.step, s.rank if s.rank is not None else -1))
+
+
+def merge_sources(ranks: Sequence[RankReport]) -> dict[str, Any]:
+    paths: list[str] = []
+    warnings: list[str] = []
+    skipped: dict[str, int] = {}
+    for rr in ranks:
+        paths += [p for p in rr.source.get("paths", []) if p not in paths]
+        warnings += list(rr.source.get("warnings", []))
+        for reason, n in (rr.source.get("skipped") or {}).items():
+            skipped[reason] = skipped.get(reason, 0) + int(n)
+    formats = sorted({str(rr.source.get("format")) for rr in ranks})
+    return {
+        "paths": paths,
+        "format": formats[0] if len(formats) == 1 else "+".join(formats),
+        "ranks": [rr.rank for rr in ranks],
+        "events": sum(int(rr.source.get("events", 0)) for rr in ranks),
+        "warnings": warnings,
+        "skipped": skipped,
+    }
+
+
+def merge_devices(ranks: Sequence[RankReport]) -> dict[str, Any]:
+    if not ranks:
+        return {"kind": "cpu", "name": "CPU", "count": 0}
+    first = {k: v for k, v in ranks[0].device.items() if k != "peaks"}
+    names = sorted({str(rr.device.get("name")) for rr in ranks})
+    kinds = sorted({str(rr.device.get("kind")) for rr in ranks})
+    first["count"] = sum(int(rr.device.get("count", 1)) for rr in ranks)
+    if len(names) > 1 or len(kinds) > 1:
+        first["note"] = (
+            f"ranks ran on different devices ({', '.join(names)}); peaks are the first rank's"
+        )
+    return first
+
+
+def rank_summary(rr: RankReport) -> dict[str, Any]:
+    """The compact line of one rank in a job report's ``ranks`` section."""
+    top = [r.name for r in rr.ops.rows[:5] if r.device_self_us > 0]
+    return {
+        "rank": rr.rank,
+        "paths": rr.source.get("paths", []),
+        "events": rr.source.get("events", 0),
+        "summary": {
+            **rr.timeline.to_dict(),
+            "device_time_us": rr.ops.device_time_us,
+            "cpu_busy_us": sum(r.cpu_self_us for r in rr.ops.rows),
+        },
+        "steps": [s.to_dict() for s in rr.steps],
+        "findings": len(rr.findings),
+        "top_findings": [f.get("title") for f in rr.findings[:3]],
+        "top_ops": top,
+        "collectives": len(rr.collectives),
+    }
+
+
+__all__ = [
+    "RANK_REPORT_SCHEMA",
+    "RankReport",
+    "merge_devices",
+    "merge_findings",
+    "merge_kernels",
+    "merge_op_tables",
+    "merge_rooflines",
+    "merge_sources",
+    "merge_steps",
+    "merge_timelines",
+    "rank_summary",
+    "roofline_from_dict",
+]

@@ -1,0 +1,101 @@
+"""The kernel table: one row per device execution name (kernels, copies, sets, collectives,
+Neuron executions), with calls, device time and the ops that launched it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from opscope.analysis.optable import select_window
+
+if TYPE_CHECKING:
+    from opscope.trace.model import Trace
+
+
+@dataclass
+class KernelRow:
+    """One device kernel (execution) name: calls, device time, the ops that launched it."""
+
+    name: str
+    calls: int
+    device_us: float
+    mean_us: float
+    min_us: float
+    max_us: float
+    ops: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "calls": self.calls,
+            "device_us": self.device_us,
+            "mean_us": self.mean_us,
+            "min_us": self.min_us,
+            "max_us": self.max_us,
+            "op": self.ops[0] if self.ops else None,
+            "ops": self.ops,
+        }
+
+
+def _neff_names(trace: Trace, k: pa.Table) -> list[str]:
+    """On Neuron every execution is ``nc_exec_running``: name it by the NEFF it ran."""
+    base = int(trace.events.column("id")[0].as_py()) if len(trace) else 0
+    rows = pc.subtract(k.column("id"), pa.scalar(base, pa.int64()))
+    out: list[str] = []
+    for name, args in zip(
+        k.column("name").cast(pa.string()).to_pylist(),
+        trace.events.column("args").take(rows).to_pylist(),
+        strict=True,
+    ):
+        model = None
+        if args:
+            try:
+                model = orjson.loads(args).get("model_name")
+            except (orjson.JSONDecodeError, AttributeError):
+                model = None
+        out.append(f"{name} [{model}]" if model else str(name))
+    return out
+
+
+def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[KernelRow]:
+    k = select_window(trace.kernels, steps)
+    k = k.filter(pc.not_equal(k.column("kind").cast(pa.string()), "annotation"))
+    if k.num_rows == 0:
+        return []
+    names = k.column("name").cast(pa.string())
+    if trace.device.kind == "neuron":
+        names = pa.chunked_array([_neff_names(trace, k)], pa.string())
+    t = pa.table(
+        {
+            "name": names,
+            "dur_ns": k.column("dur_ns"),
+            "op_name": k.column("op_name").cast(pa.string()),
+        }
+    )
+    g = t.group_by("name", use_threads=False).aggregate(
+        [
+            ("dur_ns", "count"),
+            ("dur_ns", "sum"),
+            ("dur_ns", "min"),
+            ("dur_ns", "max"),
+            ("op_name", "distinct"),
+        ]
+    )
+    rows = [
+        KernelRow(
+            name=r["name"],
+            calls=r["dur_ns_count"],
+            device_us=r["dur_ns_sum"] / 1e3,
+            mean_us=r["dur_ns_sum"] / r["dur_ns_count"] / 1e3,
+            min_us=r["dur_ns_min"] / 1e3,
+            max_us=r["dur_ns_max"] / 1e3,
+            ops=sorted(o for o in r["op_name_distinct"] if o is not None),
+        )
+        for r in g.to_pylist()
+    ]
+    rows.sort(key=lambda r: (-r.device_us, r.name))
+    return rows
