@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "src" / "opscope"
-CORE = ("capture", "trace", "analysis", "bench", "study")
+CORE = ("capture", "trace", "analysis", "bench", "study", "service")
 FRONT_ENDS = ("opscope.cli", "opscope.report", "opscope.explorer", "opscope.mcp")
 
 

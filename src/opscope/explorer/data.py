@@ -1,9 +1,8 @@
-"""What the explorer shows, as JSON-ready data: a thin adapter over the core.
+"""What the explorer shows, as JSON-ready data: a thin adapter over the core's service layer.
 
-A :class:`Session` holds one trace (or two, for Compare) with its report and its
-:class:`~opscope.trace.viewport.EventIndex`; each method is one API answer.  No analysis here:
-the report comes from :func:`opscope.analysis.report.analyze`, viewports and events from the
-index, chains from :mod:`opscope.analysis.chain`, the diff from :mod:`opscope.analysis.diff`.
+A :class:`Session` holds one trace (or two, for Compare) opened in a
+:class:`~opscope.service.Workspace`, which keeps each trace's report and
+:class:`~opscope.trace.viewport.EventIndex`; each method is one API answer.  No analysis here.
 The only conversion is of absolute nanosecond times into times relative to the index origin
 (``t``), which JavaScript numbers represent exactly.
 """
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from opscope.analysis.chain import dependency_chain
-from opscope.analysis.report import Report, analyze
+from opscope.analysis.report import Report
+from opscope.service import OpenTrace, Workspace
 from opscope.trace import Trace
 from opscope.trace.viewport import EventIndex
 
@@ -46,23 +46,35 @@ def with_relative_times(report: dict[str, Any], origin_ns: int) -> dict[str, Any
 
 @dataclass
 class Side:
-    """One analysed trace."""
+    """One analysed trace, as the explorer shows it (an open trace of the workspace)."""
 
-    report: Report
+    opened: OpenTrace
     data: dict[str, Any]
-    index: EventIndex
+
+    @property
+    def report(self) -> Report:
+        return self.opened.report
+
+    @property
+    def index(self) -> EventIndex:
+        return self.opened.index
 
     @classmethod
-    def from_trace(cls, trace: Trace, report: Report | None = None) -> Side:
-        rep = report if report is not None else analyze(trace)
-        index = EventIndex(trace)
-        return cls(
-            report=rep, data=with_relative_times(rep.to_dict(), index.origin_ns), index=index
-        )
+    def from_trace(
+        cls, trace: Trace, report: Report | None = None, workspace: Workspace | None = None
+    ) -> Side:
+        ws = workspace if workspace is not None else Workspace()
+        opened = ws.add(trace, report=report)
+        return cls.of(opened)
+
+    @classmethod
+    def of(cls, opened: OpenTrace) -> Side:
+        return cls(opened=opened, data=with_relative_times(opened.data, opened.index.origin_ns))
 
 
 class Session:
-    """The explorer's data for one path (and optionally a second one to compare with)."""
+    """The explorer's data for one path (and optionally a second one to compare with): the
+    explorer's view of a :class:`~opscope.service.Workspace`, whose every answer it passes on."""
 
     def __init__(self, a: Side, b: Side | None = None) -> None:
         self.a = a
@@ -71,10 +83,9 @@ class Session:
 
     @classmethod
     def open(cls, path_a: str | Path, path_b: str | Path | None = None) -> Session:
-        from opscope.trace import load
-
-        a = Side.from_trace(load(Path(path_a)))
-        b = Side.from_trace(load(Path(path_b))) if path_b is not None else None
+        ws = Workspace()
+        a = Side.of(ws.open(path_a, handle="a"))
+        b = Side.of(ws.open(path_b, handle="b")) if path_b is not None else None
         return cls(a, b)
 
     def side(self, name: str) -> Side:

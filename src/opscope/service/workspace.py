@@ -1,0 +1,234 @@
+"""The :class:`Workspace`: open traces by handle and answer the front-ends' questions."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from opscope.errors import OpscopeError
+
+if TYPE_CHECKING:
+    from opscope.analysis.report import Report
+    from opscope.trace import Trace
+    from opscope.trace.viewport import EventIndex
+
+DEFAULT_SQL_ROWS = 1000
+
+
+class ServiceError(OpscopeError):
+    """A question the workspace cannot answer, with what to ask instead."""
+
+
+@dataclass
+class OpenTrace:
+    """One open trace: its report and timeline index are computed on first use, then kept."""
+
+    handle: str
+    path: str
+    trace: Trace
+    steps: tuple[int, int] | None = None
+    _report: Report | None = field(default=None, repr=False)
+    _data: dict[str, Any] | None = field(default=None, repr=False)
+    _index: EventIndex | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def report(self) -> Report:
+        with self._lock:
+            if self._report is None:
+                from opscope.analysis.report import analyze
+
+                self._report = analyze(self.trace, steps=self.steps)
+            return self._report
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The ``opscope.report/1`` document."""
+        report = self.report
+        with self._lock:
+            if self._data is None:
+                self._data = report.to_dict()
+            return self._data
+
+    @property
+    def index(self) -> EventIndex:
+        with self._lock:
+            if self._index is None:
+                from opscope.trace.viewport import EventIndex
+
+                self._index = EventIndex(self.trace)
+            return self._index
+
+    def describe(self) -> dict[str, Any]:
+        meta = self.trace.meta
+        return {
+            "handle": self.handle,
+            "path": self.path,
+            "events": len(self.trace),
+            "format": meta.format,
+            "ranks": list(meta.ranks),
+            "device": self.trace.device.to_dict(),
+            "steps": None if self.steps is None else list(self.steps),
+        }
+
+
+class Workspace:
+    """Open traces under handles (``t1``, ``t2``, ...); the last one opened answers every call
+    that names none.  Safe to share between the threads of a server."""
+
+    def __init__(self) -> None:
+        self._traces: dict[str, OpenTrace] = {}
+        self._last: str | None = None
+        self._counter = 0
+        self._lock = threading.Lock()
+        self._diffs: dict[tuple[str, str], dict[str, Any]] = {}
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def open(
+        self,
+        path: str | Path,
+        *,
+        steps: tuple[int, int] | None = None,
+        cache: bool = True,
+        handle: str | None = None,
+    ) -> OpenTrace:
+        """Load a trace file, run folder or folder of ranks; returns its :class:`OpenTrace`."""
+        from opscope.trace import load
+
+        trace = load(Path(path), cache=cache)
+        return self.add(trace, path=str(path), steps=steps, handle=handle)
+
+    def add(
+        self,
+        trace: Trace,
+        *,
+        path: str | None = None,
+        steps: tuple[int, int] | None = None,
+        handle: str | None = None,
+        report: Report | None = None,
+    ) -> OpenTrace:
+        """Register an already loaded trace (and, optionally, its report)."""
+        with self._lock:
+            if handle is None:
+                self._counter += 1
+                handle = f"t{self._counter}"
+            opened = OpenTrace(
+                handle=handle,
+                path=path or ", ".join(trace.meta.paths),
+                trace=trace,
+                steps=steps,
+                _report=report,
+            )
+            self._traces[handle] = opened
+            self._last = handle
+            return opened
+
+    def close(self, handle: str) -> None:
+        with self._lock:
+            opened = self._traces.pop(handle, None)
+            if opened is None:
+                raise ServiceError(self._unknown(handle))
+            self._diffs = {k: v for k, v in self._diffs.items() if handle not in k}
+            if self._last == handle:
+                self._last = next(reversed(self._traces), None)
+        opened.trace.close()
+
+    def handles(self) -> list[dict[str, Any]]:
+        return [t.describe() for t in self._traces.values()]
+
+    def get(self, handle: str | None = None) -> OpenTrace:
+        """The trace named ``handle``, else the last opened."""
+        key = handle if handle is not None else self._last
+        if key is None:
+            raise ServiceError("no trace is open: open one first (a trace file or folder)")
+        opened = self._traces.get(key)
+        if opened is None:
+            raise ServiceError(self._unknown(key))
+        return opened
+
+    def _unknown(self, handle: str) -> str:
+        known = ", ".join(self._traces) or "none"
+        return f"no open trace {handle!r} (open: {known})"
+
+    # -- questions -------------------------------------------------------------------------
+
+    def report(self, handle: str | None = None) -> dict[str, Any]:
+        """The ``opscope.report/1`` document of a trace."""
+        return self.get(handle).data
+
+    def analysis(self, handle: str | None = None) -> Report:
+        """The :class:`~opscope.analysis.report.Report` object of a trace."""
+        return self.get(handle).report
+
+    def lanes(self, handle: str | None = None) -> dict[str, Any]:
+        return self.get(handle).index.lanes_dict()
+
+    def window(
+        self,
+        lanes: list[int] | None,
+        t0: int,
+        t1: int,
+        px: int,
+        handle: str | None = None,
+    ) -> dict[str, Any]:
+        """Events of the lanes in [t0, t1) (ns relative to the index origin) at ``px``
+        pixels' resolution (see :meth:`EventIndex.window`)."""
+        return self.get(handle).index.window(lanes, t0, t1, px)
+
+    def event(self, event_id: int, handle: str | None = None) -> dict[str, Any] | None:
+        """One event with its args, or None when the id is not in the trace."""
+        return self.get(handle).index.event(event_id)
+
+    def chain(self, event_id: int, handle: str | None = None) -> dict[str, Any]:
+        """The dependency chain of an event: dispatch, runtime call, device execution."""
+        from opscope.analysis.chain import dependency_chain
+
+        return dependency_chain(self.get(handle).index, event_id)
+
+    def occurrences(self, name: str, handle: str | None = None) -> dict[str, Any]:
+        """Every event of one name, in time order."""
+        return self.get(handle).index.occurrences(name)
+
+    def chain_of_op(
+        self, name: str, occurrence: int = 0, handle: str | None = None
+    ) -> dict[str, Any]:
+        """The chain of the ``occurrence``-th call (0-based, time order) of the op ``name``."""
+        found = self.occurrences(name, handle)
+        ids = [int(i) for i in found.get("ids", [])]
+        if not ids:
+            raise ServiceError(f"no event named {name!r} in the trace (list ops to see names)")
+        if not 0 <= occurrence < len(ids):
+            raise ServiceError(f"{name!r} occurs {len(ids)} times: occurrence is 0..{len(ids) - 1}")
+        return self.chain(ids[occurrence], handle)
+
+    def sql(
+        self, query: str, handle: str | None = None, limit: int = DEFAULT_SQL_ROWS
+    ) -> dict[str, Any]:
+        """Run SQL over ``events``, ``ops`` and ``kernels``: columns, up to ``limit`` rows as
+        objects, and whether more rows exist."""
+        if limit < 1:
+            raise ServiceError("limit must be at least 1")
+        table = self.get(handle).trace.sql(query)
+        rows = table.slice(0, limit).to_pylist()
+        return {
+            "columns": list(table.column_names),
+            "rows": rows,
+            "row_count": table.num_rows,
+            "truncated": table.num_rows > limit,
+        }
+
+    def diff(self, a: str, b: str) -> dict[str, Any]:
+        """The ``opscope.diff/1`` document of trace ``b`` against trace ``a``."""
+        key = (a, b)
+        cached = self._diffs.get(key)
+        if cached is not None:
+            return cached
+        from opscope.analysis.diff import diff_reports
+
+        out = diff_reports(self.get(a).report, self.get(b).report)
+        with self._lock:
+            self._diffs[key] = out
+        return out
