@@ -33,3 +33,6 @@ def test_differences_sees_changes() -> None:
     assert differences(a, {"x": a["x"]}) == ["$.z: missing"]
     assert differences({"n": 1}, {"n": 1.0}) == []
     assert differences({"n": 1}, {"n": True}) == ["$.n: 1 -> True"]
+    # a section added on purpose is allowed at the top level only
+    assert differences({"a": {}}, {"a": {}, "neuron": {}}) == []
+    assert differences({"a": {}}, {"a": {"neuron": 1}}) == ["$.a.neuron: new key"]

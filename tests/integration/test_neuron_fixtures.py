@@ -247,3 +247,17 @@ def test_capture_trace_json_alone_is_kineto() -> None:
     t = load(FIXTURES / "builtin" / exp["paths"]["trace_json"])
     assert t.meta.format == "kineto"
     assert t.sql("SELECT count(*) AS n FROM events WHERE kind = 'exec'").to_pylist()[0]["n"] == 0
+
+
+def test_report_has_the_engine_section(case: tuple[str, Any, dict[str, Any]]) -> None:
+    """The NeuronCore engine view is part of the report: per execution, the bounding engine,
+    the framework op that ran it, and Neuron Explorer's MFU/MBU as written."""
+    _, report, exp = case
+    section = report.to_dict()["neuron"]
+    assert len(section["executions"]) == exp["device_executions"]
+    for ex in section["executions"]:
+        assert ex["bound"] in ("tensor", "vector", "scalar", "gpsimd", "dma", "overhead")
+        assert ex["op_name"] in {
+            op["children"][-1] if op["children"] else op["name"] for op in exp["ops"]
+        }
+    assert "mfu_estimated_percent" in section["summary"]

@@ -166,6 +166,7 @@ def rank_report(report: Report, rank: int | None = None) -> RankReport:
         steps=[s for s in report.steps if report._in_window(s.step)],
         findings=report.findings,
         roofline=report.roofline,
+        extra=dict(report.extra),
     )
 
 
@@ -271,6 +272,12 @@ def _analyze_rank(
             run_info=report.run_info,
         )
         report.findings = [f.to_dict() for f in run_rules(ctx)]
+    if trace.neuron is not None and trace.device.kind == "neuron":
+        from opscope.analysis.neuron_engines import neuron_engines
+
+        engines = neuron_engines(trace)
+        if engines is not None:
+            report.extra["neuron"] = engines.to_dict()
     return report
 
 
