@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opscope.markers import SYNC_ANNOTATION
 from opscope.trace.arrays import DEVICE_WORK_KINDS, codes, ints, isin
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ BOOKKEEPING_NAMES = frozenset(
         "Postgraph bytecode",
         "AOTDispatcher Runtime Wrapper Prologue",
         "AOTDispatcher Runtime Wrapper Epilogue",
-        "opscope::synchronize",
+        SYNC_ANNOTATION,
     )
 )
 # Leaf ops that allocate or reinterpret memory without computing: not "device work" on a CPU.

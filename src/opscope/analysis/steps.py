@@ -16,16 +16,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from opscope.analysis.optable import is_host_work
+from opscope.markers import SYNC_ANNOTATION
+from opscope.trace.arrays import DEVICE_WORK_KINDS, ints, isin
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
 
-_WORK_KINDS = pa.array(["kernel", "memcpy", "memset", "comm", "exec"])
-SYNC_NAMES = frozenset(("opscope::synchronize",))
+SYNC_NAMES = frozenset((SYNC_ANNOTATION,))
 
 
 @dataclass
@@ -50,61 +49,55 @@ class StepStats:
         return d
 
 
+def _sum_by(keys: np.ndarray, values: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
+    """Per distinct key: the sum of ``values`` and the count."""
+    if len(keys) == 0:
+        return {}, {}
+    uniq, inv = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inv, weights=values, minlength=len(uniq))
+    counts = np.bincount(inv, minlength=len(uniq))
+    ks = uniq.tolist()
+    return (
+        {k: int(v) for k, v in zip(ks, sums.tolist(), strict=True)},
+        {k: int(v) for k, v in zip(ks, counts.tolist(), strict=True)},
+    )
+
+
 def step_stats(trace: Trace) -> list[StepStats]:
     """Statistics for every profiler step in the trace (empty list when it has no steps)."""
     ops = trace.ops
-    kinds = ops.column("kind").cast(pa.string())
-    steps = ops.filter(pc.equal(kinds, "step"))
-    if steps.num_rows == 0:
+    is_step = isin(ops.column("kind"), ("step",))
+    if not is_step.any():
         return []
-    names = ops.column("name").cast(pa.string())
-    step_ids = steps.column("id").to_pylist()
-    step_num = steps.column("step").to_pylist()
-    step_dur = steps.column("dur_ns").to_pylist()
+    ids = ints(ops.column("id"))
+    step_col = ints(ops.column("step"))
+    dur = ints(ops.column("dur_ns"), 0)
+    rows = np.flatnonzero(is_step)
+    step_ids, step_num, step_dur = ids[rows], step_col[rows], dur[rows]
 
-    # CPU: top-level children of each step marker
-    parent = ops.column("parent_op")
-    not_sync = pc.invert(pc.is_in(names, pa.array(sorted(SYNC_NAMES))))
-    top = ops.filter(pc.and_(pc.is_in(parent, pa.array(step_ids, pa.int64())), not_sync))
-    cpu_by_step: dict[int, int] = {}
-    for p, d in zip(
-        top.column("parent_op").to_pylist(), top.column("dur_ns").to_pylist(), strict=True
-    ):
-        cpu_by_step[p] = cpu_by_step.get(p, 0) + d
+    # CPU: top-level children of each step marker (opscope's own sync left out)
+    parent = ints(ops.column("parent_op"))
+    top = np.isin(parent, step_ids) & ~isin(ops.column("name"), SYNC_NAMES)
+    cpu_by_step, _ = _sum_by(parent[top], dur[top])
 
-    dev_ns: dict[int, int] = {}
-    dev_n: dict[int, int] = {}
     if trace.device.kind == "cpu":
         work = is_host_work(ops.column("name"), ops.column("is_leaf"), ops.column("kind"))
-        idx = np.nonzero(work)[0]
-        sel = ops.take(pa.array(idx, pa.int64()))
-        for s, d in zip(
-            sel.column("step").to_pylist(), sel.column("self_ns").to_pylist(), strict=True
-        ):
-            if s is not None:
-                dev_ns[s] = dev_ns.get(s, 0) + d
-                dev_n[s] = dev_n.get(s, 0) + 1
+        work &= step_col >= 0
+        self_ns = ints(ops.column("self_ns"), 0)
+        dev_ns, dev_n = _sum_by(step_col[work], self_ns[work])
     else:
         ev = trace.events
-        dev = ev.filter(
-            pc.and_(
-                pc.equal(ev.column("source").cast(pa.string()), "device"),
-                pc.is_in(ev.column("kind").cast(pa.string()), _WORK_KINDS),
-            )
-        )
-        for s, d in zip(
-            dev.column("step").to_pylist(), dev.column("dur_ns").to_pylist(), strict=True
-        ):
-            if s is not None:
-                dev_ns[s] = dev_ns.get(s, 0) + d
-                dev_n[s] = dev_n.get(s, 0) + 1
+        dev = isin(ev.column("source"), ("device",)) & isin(ev.column("kind"), DEVICE_WORK_KINDS)
+        ev_step = ints(ev.column("step"))
+        dev &= ev_step >= 0
+        dev_ns, dev_n = _sum_by(ev_step[dev], ints(ev.column("dur_ns"), 0)[dev])
 
     out = []
-    for sid, num, dur in zip(step_ids, step_num, step_dur, strict=True):
+    for sid, num, d in zip(step_ids.tolist(), step_num.tolist(), step_dur.tolist(), strict=True):
         out.append(
             StepStats(
-                step=int(num) if num is not None else -1,
-                wall_us=dur / 1e3,
+                step=int(num),
+                wall_us=d / 1e3,
                 cpu_us=cpu_by_step.get(sid, 0) / 1e3,
                 device_us=dev_ns.get(num, 0) / 1e3,
                 device_ops=dev_n.get(num, 0),

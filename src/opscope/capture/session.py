@@ -71,9 +71,9 @@ from opscope.capture.runfolder import (
 )
 from opscope.capture.schedule import Schedule
 from opscope.errors import ScheduleError
+from opscope.markers import SYNC_ANNOTATION
 
 #: Name of the ``record_function`` range around the per-step device synchronize.
-SYNC_ANNOTATION = "opscope::synchronize"
 
 #: Top-level trace metadata key naming the device kind (read by :mod:`opscope.trace.device`).
 DEVICE_KIND_METADATA = "device_kind"
