@@ -200,3 +200,59 @@ def test_neuron_eager_naive_rmsnorm_names_the_epsilon_copy(tmp_path: Path) -> No
     assert "Python float" in f["recommendation"]
     # the end-of-step torch.neuron.synchronize() has nothing after it: nothing at stake
     assert not [f for f in report.findings if f["kind"] == "sync_stalls"]
+
+
+# -- syncs inside the step -----------------------------------------------------------------------
+
+
+def _sync_doc(
+    sync_steps: range | list[int],
+    call: str = "cudaDeviceSynchronize",
+    under: tuple[str, ...] = (),
+) -> Doc:
+    """4 steps of 1 ms: a 400 µs matmul, in ``sync_steps`` a sync (inside the ops ``under``)
+    that returns just after it; the next launch follows 7 µs later - the device idles 7 µs."""
+    d = Doc()
+    t = 0.0
+    for i in range(4):
+        d.step(i, t, 1000)
+        d.op("aten::mm", t + 10, 20)
+        d.launch(t + 12, 5, "gemm", t + 30, 400)
+        if i in sync_steps:
+            for k, name in enumerate(under):
+                cat = "user_annotation" if name.startswith("opscope::") else "cpu_op"
+                d.op(name, t + 19 + k * 0.1, 414 - k * 0.2, cat=cat)
+            d.runtime(call, t + 20, 412)
+        d.op("aten::add", t + 433, 10)
+        d.launch(t + 434, 3, "add_kernel", t + 437, 50)
+        t += 1000
+    return d
+
+
+def test_explicit_sync_in_every_step_below_the_share_is_info() -> None:
+    found = run_rule("sync_stalls", _sync_doc(range(4)).trace())
+    assert len(found) == 1
+    f = found[0]
+    assert f.severity == "info" and f.details["below_threshold"] is True
+    assert f.details["call"] == "cudaDeviceSynchronize" and f.details["count"] == 4
+    # per sync min(7 µs idle after, 412 µs wait)
+    assert f.time_at_stake_us == pytest.approx(4 * 7.0)
+    assert f.share == pytest.approx(28.0 / 4000.0, rel=0.01)
+    assert "Remove the explicit cudaDeviceSynchronize" in f.recommendation
+
+
+def test_opscope_own_synchronize_below_the_share_does_not_fire() -> None:
+    doc = _sync_doc(range(4), under=("opscope::synchronize",))
+    assert run_rule("sync_stalls", doc.trace()) == []
+
+
+def test_scalar_read_below_the_share_does_not_fire() -> None:
+    # .item(): the sync an op needs for its result, not an explicit one
+    doc = _sync_doc(
+        range(4), call="cudaStreamSynchronize", under=("aten::item", "aten::_local_scalar_dense")
+    )
+    assert run_rule("sync_stalls", doc.trace()) == []
+
+
+def test_sync_in_one_step_only_does_not_fire() -> None:
+    assert run_rule("sync_stalls", _sync_doc([1]).trace()) == []
