@@ -5,6 +5,15 @@ one side only have ``null`` on the other and count with zero there, so the per-o
 exactly to the difference of the totals (the sum of the op table's device/CPU self columns).
 Comparing traces from different devices is allowed - cross-vendor comparisons are useful - and
 labelled (``cross_device``).
+
+Matching across vendors: ops and kernels are matched by name; a name left unmatched on both
+sides is then matched by its vendor-neutral runtime key (:mod:`opscope.analysis.runtime_names`:
+``cudaDeviceSynchronize`` and ``hipDeviceSynchronize`` are one call), when that key is unique on
+each side.  Findings are matched by rule and subject - the op (``details.op``/``details.name``), the
+runtime call and its issuing op chain (``details.call``/``details.issued_by``), else the title with
+its numbers blanked - with runtime names replaced by their keys; two findings of one rule on the
+same subject are paired in rank order.  Names are shown as recorded: a matched pair spelled
+differently shows both (``cudaDeviceSynchronize / hipDeviceSynchronize``).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import re
 from typing import Any
 
 from opscope.analysis.report import Report
+from opscope.analysis.runtime_names import both_spellings, canonical, display, neutral_text
 
 SCHEMA = "opscope.diff/1"
 _NUMBER = re.compile(r"[-+]?\d[\d.,]*\s*(?:[µm]?s|%|×|x)?")
@@ -32,8 +42,80 @@ def _side_summary(r: Report) -> dict[str, Any]:
 
 def _finding_key(f: dict[str, Any]) -> tuple[str, str]:
     details = f.get("details") or {}
-    subject = details.get("op") or details.get("name") or _NUMBER.sub("#", str(f.get("title", "")))
-    return str(f.get("kind", "")), str(subject)
+    call = details.get("call")
+    if isinstance(call, str) and call:
+        subject = f"{canonical(call)} from {details.get('issued_by') or ''}"
+    else:
+        subject = str(
+            details.get("op") or details.get("name") or _NUMBER.sub("#", str(f.get("title", "")))
+        )
+    return str(f.get("kind", "")), neutral_text(subject)
+
+
+def _pair_names(names_a: set[str], names_b: set[str]) -> list[tuple[str | None, str | None]]:
+    """(name in A, name in B) pairs, sorted by shown name: equal names first, then names left
+    over on both sides whose runtime key is the same and unique on each side."""
+    pairs: list[tuple[str | None, str | None]] = [(n, n) for n in names_a & names_b]
+    left_a, left_b = names_a - names_b, names_b - names_a
+    by_key_a: dict[str, list[str]] = {}
+    by_key_b: dict[str, list[str]] = {}
+    for n in left_a:
+        by_key_a.setdefault(canonical(n), []).append(n)
+    for n in left_b:
+        by_key_b.setdefault(canonical(n), []).append(n)
+    for key, xs in by_key_a.items():
+        ys = by_key_b.get(key, [])
+        if len(xs) == 1 and len(ys) == 1:
+            pairs.append((xs[0], ys[0]))
+            left_a.discard(xs[0])
+            left_b.discard(ys[0])
+    pairs += [(n, None) for n in left_a] + [(None, n) for n in left_b]
+    return sorted(pairs, key=lambda p: display(p[0], p[1]))
+
+
+def _named(row: dict[str, Any], x: str | None, y: str | None) -> dict[str, Any]:
+    out = {"name": display(x, y), **row}
+    if x is not None and y is not None and x != y:
+        out["names"] = {"a": x, "b": y}
+    return out
+
+
+def _match_findings(
+    fa: list[dict[str, Any]], fb: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[dict[str, Any], dict[str, Any]]]]:
+    """(resolved, new, matched pairs): findings paired by :func:`_finding_key`, first with first
+    (each side in rank order); the pairs in B's order."""
+    by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for f in fb:
+        by_key.setdefault(_finding_key(f), []).append(f)
+    resolved: list[dict[str, Any]] = []
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for f in fa:
+        same = by_key.get(_finding_key(f))
+        if same:
+            pairs.append((f, same.pop(0)))
+        else:
+            resolved.append(f)
+    rank_b = {id(f): i for i, f in enumerate(fb)}
+    pairs.sort(key=lambda p: rank_b[id(p[1])])
+    paired_b = {id(y) for _, y in pairs}
+    new = [f for f in fb if id(f) not in paired_b]
+    return resolved, new, pairs
+
+
+def _matched(x: dict[str, Any], y: dict[str, Any]) -> dict[str, Any]:
+    """One finding present in both: B's title with runtime names A spells differently shown both
+    ways, and what is at stake on each side."""
+    title = both_spellings(str(y.get("title", "")), str(x.get("title", "")))
+    sa, sb = float(x.get("time_at_stake_us") or 0.0), float(y.get("time_at_stake_us") or 0.0)
+    return {
+        "kind": y.get("kind"),
+        "title": title,
+        "renamed": title != y.get("title"),
+        "a": {k: x.get(k) for k in ("id", "title", "severity", "time_at_stake_us", "share")},
+        "b": {k: y.get(k) for k in ("id", "title", "severity", "time_at_stake_us", "share")},
+        "delta_time_at_stake_us": sb - sa,
+    }
 
 
 def diff_reports(a: Report, b: Report) -> dict[str, Any]:
@@ -41,29 +123,35 @@ def diff_reports(a: Report, b: Report) -> dict[str, Any]:
     ops_b = {o.name: o for o in b.ops.rows}
     ops: list[dict[str, Any]] = []
     kernels: list[dict[str, Any]] = []
-    for name in sorted(set(ops_a) | set(ops_b)):
-        oa, ob = ops_a.get(name), ops_b.get(name)
 
-        def side(o: Any) -> dict[str, Any] | None:
-            if o is None:
-                return None
-            return {
-                "calls": o.calls,
-                "device_self_us": o.device_self_us,
-                "cpu_self_us": o.cpu_self_us,
-                "device_total_us": o.device_total_us,
-            }
+    def side(o: Any) -> dict[str, Any] | None:
+        if o is None:
+            return None
+        return {
+            "calls": o.calls,
+            "device_self_us": o.device_self_us,
+            "cpu_self_us": o.cpu_self_us,
+            "device_total_us": o.device_total_us,
+        }
 
+    op_pairs = _pair_names(set(ops_a), set(ops_b))
+    for x, y in op_pairs:
+        oa = ops_a[x] if x is not None else None
+        ob = ops_b[y] if y is not None else None
         ops.append(
-            {
-                "name": name,
-                "a": side(oa),
-                "b": side(ob),
-                "delta_device_us": (ob.device_self_us if ob else 0.0)
-                - (oa.device_self_us if oa else 0.0),
-                "delta_cpu_us": (ob.cpu_self_us if ob else 0.0) - (oa.cpu_self_us if oa else 0.0),
-                "delta_calls": (ob.calls if ob else 0) - (oa.calls if oa else 0),
-            }
+            _named(
+                {
+                    "a": side(oa),
+                    "b": side(ob),
+                    "delta_device_us": (ob.device_self_us if ob else 0.0)
+                    - (oa.device_self_us if oa else 0.0),
+                    "delta_cpu_us": (ob.cpu_self_us if ob else 0.0)
+                    - (oa.cpu_self_us if oa else 0.0),
+                    "delta_calls": (ob.calls if ob else 0) - (oa.calls if oa else 0),
+                },
+                x,
+                y,
+            )
         )
     ops.sort(
         key=lambda r: (-abs(float(r["delta_device_us"])), -abs(float(r["delta_cpu_us"])), r["name"])
@@ -71,15 +159,20 @@ def diff_reports(a: Report, b: Report) -> dict[str, Any]:
 
     ka = {k.name: k for k in a.kernels}
     kb = {k.name: k for k in b.kernels}
-    for name in sorted(set(ka) | set(kb)):
-        x, y = ka.get(name), kb.get(name)
+    for xn, yn in _pair_names(set(ka), set(kb)):
+        kx = ka[xn] if xn is not None else None
+        ky = kb[yn] if yn is not None else None
         kernels.append(
-            {
-                "name": name,
-                "a": None if x is None else {"calls": x.calls, "device_us": x.device_us},
-                "b": None if y is None else {"calls": y.calls, "device_us": y.device_us},
-                "delta_device_us": (y.device_us if y else 0.0) - (x.device_us if x else 0.0),
-            }
+            _named(
+                {
+                    "a": None if kx is None else {"calls": kx.calls, "device_us": kx.device_us},
+                    "b": None if ky is None else {"calls": ky.calls, "device_us": ky.device_us},
+                    "delta_device_us": (ky.device_us if ky else 0.0)
+                    - (kx.device_us if kx else 0.0),
+                },
+                xn,
+                yn,
+            )
         )
     kernels.sort(key=lambda r: (-abs(float(r["delta_device_us"])), str(r["name"])))
 
@@ -91,8 +184,7 @@ def diff_reports(a: Report, b: Report) -> dict[str, Any]:
         and not isinstance(sa["summary"][k], bool)
         and k not in ("start_ns", "end_ns")
     }
-    fa = {_finding_key(f): f for f in a.findings}
-    fb = {_finding_key(f): f for f in b.findings}
+    resolved, new, matched = _match_findings(a.findings, b.findings)
     return {
         "schema": SCHEMA,
         "a": sa,
@@ -105,12 +197,13 @@ def diff_reports(a: Report, b: Report) -> dict[str, Any]:
         },
         "timeline_delta": timeline_delta,
         "ops": ops,
-        "only_in_a": sorted(set(ops_a) - set(ops_b)),
-        "only_in_b": sorted(set(ops_b) - set(ops_a)),
+        "only_in_a": sorted(x for x, y in op_pairs if y is None and x is not None),
+        "only_in_b": sorted(y for x, y in op_pairs if x is None and y is not None),
         "kernels": kernels,
         "findings": {
-            "resolved": [fa[k] for k in fa if k not in fb],
-            "new": [fb[k] for k in fb if k not in fa],
-            "persisting": [fb[k] for k in fb if k in fa],
+            "resolved": resolved,
+            "new": new,
+            "persisting": [y for _, y in matched],
+            "matched": [_matched(x, y) for x, y in matched],
         },
     }

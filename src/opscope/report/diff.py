@@ -61,12 +61,20 @@ def render_text(data: dict[str, Any], top: int = 20, width: int = 110) -> str:
         )
     console.print(tab)
     f = data["findings"]
-    if f["resolved"] or f["new"]:
+    # findings in both whose runtime calls the two traces spell differently (cuda*/hip*)
+    renamed = [m for m in f.get("matched", []) if m.get("renamed")]
+    if f["resolved"] or f["new"] or renamed:
         console.print(f"findings resolved: {len(f['resolved'])}, new: {len(f['new'])}")
         for x in f["resolved"][:top]:
             console.print(f"  ✓ resolved: {x['title']}", markup=False)
         for x in f["new"][:top]:
             console.print(f"  ✗ new: {x['title']}", markup=False)
+        for m in renamed[:top]:
+            console.print(
+                f"  = in both: {m['title']} (at stake {us(m['a']['time_at_stake_us'])} → "
+                f"{us(m['b']['time_at_stake_us'])})",
+                markup=False,
+            )
     return console.export_text()
 
 

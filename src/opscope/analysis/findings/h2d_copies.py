@@ -29,12 +29,23 @@ and at least :data:`MIN_US`; at most :data:`MAX_FINDINGS` groups.  The advice de
 size: copies of at most :data:`SMALL_BYTES` are scalars or tiny tensors created on the host
 each step (create them on the device once, or use a Python scalar); larger pageable copies want
 ``pin_memory`` and ``non_blocking``.
+
+Below the threshold (:mod:`._per_step`): a group of implicit scalar copies - every copy of a
+known size of at most :data:`SMALL_BYTES`, made inside an op that computes (not an explicit
+transfer the program asked for: :data:`TRANSFER_OPS`, ``tensor.to(device)`` of small index or
+split tensors is data the device needs), in every profiler step of the window
+(:func:`._per_step.every_step`) - is still reported, at the severity its share gives (``info``
+under 1 %) and with ``details.below_threshold`` true: it is avoidable per-step work however
+little it costs (the eager naive RMSNorm's ``x + EPS`` with a CPU ``EPS`` tensor writes 4 B to
+the device in every call).  Such findings come after the above-threshold ones and count
+towards :data:`MAX_FINDINGS`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from opscope.analysis.findings._per_step import every_step
 from opscope.analysis.findings._view import (
     EventView,
     fmt_us,
@@ -50,6 +61,8 @@ MIN_WALL_SHARE = 0.01
 MIN_US = 10.0
 SMALL_BYTES = 1024
 MAX_FINDINGS = 5
+# units that are themselves the transfer the program asked for (not an operand moved inside an op)
+TRANSFER_OPS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_", "aten::lift_fresh_copy"})
 
 DEVICE_H2D = r"HtoD|Host ?-?> ?Device|HostToDevice"
 RUNTIME_H2D = r"nrt_tensor_write|memcpyHtoD"
@@ -120,6 +133,7 @@ def run(ctx: Context) -> list[Finding]:
     after_warmup = len(window_steps) == 1 and min(window_steps) >= 1
     floor = max(MIN_US, MIN_WALL_SHARE * ctx.wall_us)
     scored = []
+    per_step = []  # scalar copies below the threshold (see the docstring)
     for key, rs in groups.items():
         arr = np.asarray(rs, dtype=np.int64)
         if len(arr) < MIN_COPIES and not (after_warmup and key[0] != "(no op recorded)"):
@@ -134,11 +148,30 @@ def run(ctx: Context) -> list[Finding]:
         cost_us = float(np.maximum(v.dur[arr], host).sum()) / 1e3
         if cost_us >= floor:
             scored.append((cost_us, key, arr))
+        elif cost_us > 0 and _scalar_copies(v, key, arr):
+            per_step.append((cost_us, key, arr))
     scored.sort(key=lambda t: -t[0])
-    return [
+    per_step.sort(key=lambda t: -t[0])
+    out = [
         _finding(ctx, v, key, arr, cost, single_step=after_warmup and len(arr) < MIN_COPIES)
         for cost, key, arr in scored[:MAX_FINDINGS]
     ]
+    for cost, key, arr in per_step[: MAX_FINDINGS - len(out)]:
+        f = _finding(ctx, v, key, arr, cost, single_step=after_warmup and len(arr) < MIN_COPIES)
+        f.details["below_threshold"] = True
+        out.append(f)
+    return out
+
+
+def _scalar_copies(v: EventView, key: tuple[str, str], arr: np.ndarray) -> bool:
+    """Avoidable per-step copies: every copy of a known size of at most :data:`SMALL_BYTES`,
+    made inside an op that is not itself a transfer, in every step of the window."""
+    if key[0] == "(no op recorded)" or key[0] in TRANSFER_OPS:
+        return False
+    sizes = [_bytes(v, int(r)) for r in arr.tolist()]
+    if any(b is None or b > SMALL_BYTES for b in sizes):
+        return False
+    return every_step(v, arr)
 
 
 def _finding(
@@ -158,7 +191,16 @@ def _finding(
     chain = v.chain(first_op, limit=4) if first_op >= 0 else op_name
     where = f" in {scope}" if scope else ""
     neuron = bool(np.any(v.name[arr] == "nrt_tensor_write"))
-    if neuron and mean_bytes is not None and mean_bytes <= SMALL_BYTES:
+    compiled = "Compiled Region" in op_name or "Compiled Region" in scope
+    if neuron and not compiled and mean_bytes is not None and mean_bytes <= SMALL_BYTES:
+        fix = (
+            f"{op_name}{where} writes a tiny host tensor ({mean_bytes:.0f} B on average) to "
+            "the NeuronCore before its execution (nrt_tensor_write) - a CPU scalar tensor "
+            "operand (a global like EPS = torch.tensor(1e-6)) moved to the device on every "
+            "call. Pass a Python float instead (x + 1e-6), or create the tensor on the device "
+            "once (torch.tensor(..., device='neuron'), outside the loop)."
+        )
+    elif neuron and mean_bytes is not None and mean_bytes <= SMALL_BYTES:
         fix = (
             f"{op_name}{where} writes a tiny host tensor ({mean_bytes:.0f} B on average) to "
             "the NeuronCore before its execution (nrt_tensor_write) - typically a CPU scalar "

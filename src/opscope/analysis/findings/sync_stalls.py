@@ -29,6 +29,16 @@ that issued them (``cudaStreamSynchronize`` from ``aten::_local_scalar_dense < a
 Threshold: a group is reported when the device idle time after its syncs is at least
 :data:`MIN_WALL_SHARE` (1 %) of the window's wall time and at least :data:`MIN_IDLE_US`; at most
 :data:`MAX_FINDINGS` groups.  On a CPU-only trace there is no device to wait for: no finding.
+
+Below the threshold (:mod:`._per_step`): a group of explicit syncs - ``synchronize`` calls
+(``torch.cuda.synchronize()``, ``Event.synchronize()``, ``torch.neuron.synchronize()``) that
+no ``aten::`` op issued, as opposed to the scalar reads and blocking copies an op needs for
+its result - lying inside the profiler steps, in every step of the window
+(:func:`._per_step.every_step`), with time at stake above zero, is still reported, at the
+severity its share gives (``info`` under 1 %) and with ``details.below_threshold`` true: a sync
+inside the step is avoidable per-step work however little it costs now (the host cannot run
+ahead of the device past it).  Such findings come after the above-threshold ones and count
+towards :data:`MAX_FINDINGS`.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from opscope.analysis.findings._per_step import every_step
 from opscope.analysis.findings._view import (
     EventView,
     fmt_us,
@@ -138,11 +149,30 @@ def run(ctx: Context) -> list[Finding]:
 
     floor = max(MIN_IDLE_US, MIN_WALL_SHARE * ctx.wall_us)
     out: list[Finding] = []
+    per_step: list[tuple[str, str, _Group]] = []  # in-step syncs below the threshold
     for (name, chain), g in sorted(groups.items(), key=lambda kv: -kv[1].idle_ns):
-        if g.idle_ns / 1e3 < floor or len(out) >= MAX_FINDINGS:
-            continue
-        out.append(_finding(ctx, v, name, chain, g))
+        if g.idle_ns / 1e3 >= floor:
+            if len(out) < MAX_FINDINGS:
+                out.append(_finding(ctx, v, name, chain, g))
+        elif g.stake_ns > 0 and _explicit(v, g) and every_step(v, np.asarray(g.rows, np.int64)):
+            per_step.append((name, chain, g))
+    per_step.sort(key=lambda t: -t[2].stake_ns)
+    for name, chain, g in per_step[: MAX_FINDINGS - len(out)]:
+        f = _finding(ctx, v, name, chain, g)
+        f.details["below_threshold"] = True
+        out.append(f)
     return out
+
+
+def _explicit(v: EventView, g: _Group) -> bool:
+    """Whether the group's syncs are ``synchronize`` runtime calls that no ``aten::`` op issued
+    (the program asked for the sync itself)."""
+    for r in g.rows:
+        if v.source[r] != "runtime" or "synchronize" not in str(v.name[r]).lower():
+            return False
+        if any(v.is_aten[a] for a in _ancestors(v, r)):
+            return False
+    return True
 
 
 def _finding(ctx: Context, v: EventView, name: str, chain: str, g: _Group) -> Finding:
