@@ -58,11 +58,12 @@ from opscope.analysis.findings._view import (
 )
 from opscope.analysis.findings.base import Context, Finding, Rule
 from opscope.analysis.timeline import merge_intervals
+from opscope.markers import SYNC_ANNOTATION
 
 MIN_WALL_SHARE = 0.01
 MIN_IDLE_US = 20.0
 MAX_FINDINGS = 5
-OWN_SYNC = "opscope::synchronize"
+OWN_SYNC = SYNC_ANNOTATION
 
 SYNC_CALL = (
     r"synchronize|^cudaMemcpy$|^hipMemcpy$|^hipMemcpyWithStream$|^cuMemcpy(DtoH|HtoD)?(_v2)?$"
