@@ -28,7 +28,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from opscope.analysis.costs import Cost, op_cost
+from opscope.analysis.costs import Cost, normalize_name, op_cost
 from opscope.analysis.optable import select_window
 from opscope.analysis.peaks import DevicePeaks, device_peaks
 
@@ -364,7 +364,12 @@ def roofline_of(
             f"no peaks known for device {dev.name!r}: no bound; give them in a peaks file "
             "(OPSCOPE_PEAKS)"
         )
-    names = {r.name for r in table.by_shape if r.input_dims is not None}
+    # only ops the cost model knows need their strides and concrete inputs read
+    names = {
+        r.name
+        for r in table.by_shape
+        if r.input_dims is not None and normalize_name(r.name) is not None
+    }
     variants = _variants(trace, steps, names) if names else {}
     memo: dict[tuple[str, str | None, str | None, str | None, str | None], Cost | None] = {}
     shape_rows: list[RooflineRow] = []
