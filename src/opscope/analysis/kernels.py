@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.analysis.optable import select_window
+from opscope.trace.args import decode_args
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
@@ -51,12 +51,7 @@ def _neff_names(trace: Trace, k: pa.Table) -> list[str]:
         trace.events.column("args").take(rows).to_pylist(),
         strict=True,
     ):
-        model = None
-        if args:
-            try:
-                model = orjson.loads(args).get("model_name")
-            except (orjson.JSONDecodeError, AttributeError):
-                model = None
+        model = decode_args(args).get("model_name")
         out.append(f"{name} [{model}]" if model else str(name))
     return out
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import orjson
-
 from opscope.analysis.costs import attention, conv, elementwise, gemm, memory, norm, reduction
 from opscope.analysis.costs._common import Call, Cost, CostError, dtype_class, itemsize
+from opscope.trace.args import decode_args
 
 __all__ = ["Cost", "cost_from_args", "dtype_class", "itemsize", "normalize_name", "op_cost"]
 
@@ -159,12 +158,7 @@ def op_cost(
 def cost_from_args(name: str, args: dict[str, Any] | str | None) -> Cost | None:
     """:func:`op_cost` from an event's ``args`` (a dict, or the event table's JSON text)."""
     if isinstance(args, str):
-        text = args.lstrip(", \n")
-        try:
-            parsed = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return None
-        args = parsed if isinstance(parsed, dict) else None
+        args = decode_args(args)
     if not args:
         return None
     return op_cost(
