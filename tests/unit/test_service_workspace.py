@@ -78,3 +78,42 @@ def test_diff_and_errors_that_say_what_to_do(trace_file: Path) -> None:
     assert ws.get().handle == "a"
     with pytest.raises(ServiceError):
         ws.close("b")
+
+
+def test_timeline_answers_do_not_wait_for_the_analysis(
+    trace_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import opscope.analysis.report as report_mod
+
+    release = threading.Event()
+    real = report_mod.analyze
+
+    def slow(*args: object, **kwargs: object) -> object:
+        assert release.wait(10)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report_mod, "analyze", slow)
+    ws = Workspace()
+    opened = ws.open(trace_file, prefetch=True)
+    lanes = ws.lanes()  # answered while the analysis waits
+    assert lanes["lanes"]
+    assert opened._report is None
+    release.set()
+    assert ws.report()["schema"] == "opscope.report/1"
+
+
+def test_an_analysis_error_reaches_whoever_asks(
+    trace_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import opscope.analysis.report as report_mod
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("analysis broke")
+
+    monkeypatch.setattr(report_mod, "analyze", broken)
+    ws = Workspace()
+    ws.open(trace_file, prefetch=True).prefetch().join(10)
+    with pytest.raises(RuntimeError, match="analysis broke"):
+        ws.report()

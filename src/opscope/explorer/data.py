@@ -10,7 +10,7 @@ The only conversion is of absolute nanosecond times into times relative to the i
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +44,22 @@ def with_relative_times(report: dict[str, Any], origin_ns: int) -> dict[str, Any
     return out
 
 
-@dataclass
 class Side:
-    """One analysed trace, as the explorer shows it (an open trace of the workspace)."""
+    """One analysed trace, as the explorer shows it (an open trace of the workspace).  The
+    report is computed on first use (or in the background, see ``OpenTrace.prefetch``): the
+    timeline's answers never wait for it."""
 
-    opened: OpenTrace
-    data: dict[str, Any]
+    def __init__(self, opened: OpenTrace) -> None:
+        self.opened = opened
+        self._data: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def data(self) -> dict[str, Any]:
+        with self._lock:
+            if self._data is None:
+                self._data = with_relative_times(self.opened.data, self.opened.index.origin_ns)
+            return self._data
 
     @property
     def report(self) -> Report:
@@ -69,7 +79,7 @@ class Side:
 
     @classmethod
     def of(cls, opened: OpenTrace) -> Side:
-        return cls(opened=opened, data=with_relative_times(opened.data, opened.index.origin_ns))
+        return cls(opened)
 
 
 class Session:
@@ -84,8 +94,12 @@ class Session:
     @classmethod
     def open(cls, path_a: str | Path, path_b: str | Path | None = None) -> Session:
         ws = Workspace()
-        a = Side.of(ws.open(path_a, handle="a"))
-        b = Side.of(ws.open(path_b, handle="b")) if path_b is not None else None
+        a = Side.of(ws.open(path_a, handle="a", prefetch=True))
+        b = Side.of(ws.open(path_b, handle="b", prefetch=True)) if path_b is not None else None
+        # the timeline's index now, so that the first window is answered at once
+        for side in (a, b):
+            if side is not None:
+                _ = side.index
         return cls(a, b)
 
     def side(self, name: str) -> Side:

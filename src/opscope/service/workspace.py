@@ -32,15 +32,25 @@ class OpenTrace:
     _report: Report | None = field(default=None, repr=False)
     _data: dict[str, Any] | None = field(default=None, repr=False)
     _index: EventIndex | None = field(default=None, repr=False)
+    peaks: str | Path | dict[str, Any] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _error: BaseException | None = field(default=None, repr=False)
 
     @property
     def report(self) -> Report:
+        """The analysis (computed once; callers wait while another thread computes it)."""
         with self._lock:
+            if self._error is not None:
+                raise self._error
             if self._report is None:
                 from opscope.analysis.report import analyze
 
-                self._report = analyze(self.trace, steps=self.steps)
+                try:
+                    self._report = analyze(self.trace, steps=self.steps, peaks=self.peaks)
+                except Exception as exc:
+                    self._error = exc
+                    raise
             return self._report
 
     @property
@@ -52,9 +62,24 @@ class OpenTrace:
                 self._data = report.to_dict()
             return self._data
 
+    def prefetch(self) -> threading.Thread:
+        """Start the analysis in the background (a server answers timeline queries meanwhile;
+        :attr:`report` waits for it).  An error is raised to whoever asks for the report."""
+
+        def work() -> None:
+            try:
+                _ = self.data
+            except Exception:  # kept in _error, raised to the first caller of .report
+                return
+
+        t = threading.Thread(target=work, name=f"opscope-analysis-{self.handle}", daemon=True)
+        t.start()
+        return t
+
     @property
     def index(self) -> EventIndex:
-        with self._lock:
+        """The timeline index (its own lock: it never waits for the analysis)."""
+        with self._index_lock:
             if self._index is None:
                 from opscope.trace.viewport import EventIndex
 
@@ -94,12 +119,21 @@ class Workspace:
         steps: tuple[int, int] | None = None,
         cache: bool = True,
         handle: str | None = None,
+        peaks: str | Path | dict[str, Any] | None = None,
+        prefetch: bool = False,
     ) -> OpenTrace:
-        """Load a trace file, run folder or folder of ranks; returns its :class:`OpenTrace`."""
+        """Load a trace file, run folder or folder of ranks; returns its :class:`OpenTrace`.
+
+        ``peaks``: device peaks for the roofline (a file or dict, see ``analysis.peaks``);
+        ``prefetch``: start the analysis in the background now."""
         from opscope.trace import load
 
         trace = load(Path(path), cache=cache)
-        return self.add(trace, path=str(path), steps=steps, handle=handle)
+        opened = self.add(trace, path=str(path), steps=steps, handle=handle)
+        opened.peaks = peaks
+        if prefetch:
+            opened.prefetch()
+        return opened
 
     def add(
         self,

@@ -887,16 +887,10 @@ async function main() {
   $("#ops-filter").addEventListener("input", () => renderOps());
   $("#compare-filter").addEventListener("input", () => renderCompare());
   window.addEventListener("hashchange", () => showView(location.hash.slice(1)));
-  const r = await src.report();
-  if (!r) { notice("Could not load the report."); return; }
-  state.report = r;
-  const so = r.source || {};
-  $("#source").textContent = `${(so.paths || []).join(", ")} · ${so.events ?? "?"} events · ${(r.device || {}).kind || "?"}`;
-  $("#source").title = (so.paths || []).join("\n");
-  document.title = `opscope — ${(so.paths || []).map((p) => p.split("/").pop()).join(", ")}`;
-  renderSummary(r);
-  renderOps();
-  renderFindings(r);
+  // the timeline needs only the lanes: ask for them and the report at once, so that the
+  // timeline paints while the server is still analysing
+  const reportP = src.report();
+  const initial = location.hash ? location.hash.slice(1) : "summary";
   const lanes = await src.lanes();
   if (lanes) {
     timeline.setLanes(lanes);
@@ -907,9 +901,20 @@ async function main() {
         ? `Static report: ${shown.toLocaleString()} of ${lanes.events.toLocaleString()} events are embedded individually; ${agg.toLocaleString()} shorter ones are aggregated into shaded cells. Run "opscope explore" on the trace for full detail.`
         : `Static report: all ${lanes.events.toLocaleString()} events embedded.`);
     }
+    if (initial === "timeline") showView("timeline");
   } else {
     $("#tl-wrap").replaceChildren(el("p", { class: "meta", text: "The timeline is not embedded in this report (it was rendered without its trace). Run \"opscope explore\" on the trace, or \"opscope report --format html\" from the trace." }));
   }
+  const r = await reportP;
+  if (!r) { notice("Could not load the report."); return; }
+  state.report = r;
+  const so = r.source || {};
+  $("#source").textContent = `${(so.paths || []).join(", ")} · ${so.events ?? "?"} events · ${(r.device || {}).kind || "?"}`;
+  $("#source").title = (so.paths || []).join("\n");
+  document.title = `opscope — ${(so.paths || []).map((p) => p.split("/").pop()).join(", ")}`;
+  renderSummary(r);
+  renderOps();
+  renderFindings(r);
   if ((r.explorer || {}).compare || (ex && ex.diff)) {
     const d = await src.diff();
     if (d) {
@@ -918,7 +923,7 @@ async function main() {
       renderCompare();
     }
   }
-  showView(location.hash ? location.hash.slice(1) : "summary");
+  showView(initial);
   document.body.dataset.ready = "1";
 }
 
