@@ -94,12 +94,6 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _numerics_word(v: dict[str, Any]) -> str:
-    if v.get("error"):
-        return f"error: {v['error']}"
-    return "ok" if v["numerics_ok"] else "DIFFERS"
-
-
 def render_html(data: dict[str, Any]) -> str:
     rows = [v for v in data["variants"] if v.get("latency_us")]
     top = max((v["latency_us"]["median"] + v["latency_us"]["iqr"] for v in rows), default=1) or 1
