@@ -68,13 +68,13 @@ class _ReportWriter:
     @staticmethod
     def _write(report: Report, run_dir: Path, study: dict[str, Any]) -> None:
         from opscope.capture.runfolder import write_json
-        from opscope.report import html
+        from opscope.explorer import static_html
 
         data = report.to_dict()
         data["study"] = study
         write_json(run_dir / "report.json", data)
         (run_dir / "report.html").write_text(
-            html.render(data, trace=report.trace), encoding="utf-8"
+            static_html.render(data, trace=report.trace), encoding="utf-8"
         )
 
     def finish(self, result: StudyResult) -> None:

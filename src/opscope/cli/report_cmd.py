@@ -92,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
 
         text = markdown.render(data, top=args.top)
     elif args.format == "html":
-        from opscope.report import html
+        from opscope.explorer import static_html
 
-        text = html.render(data, top=args.top, trace=report.trace)
+        text = static_html.render(data, top=args.top, trace=report.trace)
     else:
         from opscope.report import text as text_renderer
 
