@@ -10,7 +10,7 @@ import pytest
 from opscope.analysis.report import REPORT_SCHEMA, analyze
 from opscope.errors import TraceError
 from opscope.explorer import static_html
-from opscope.report import json_render, markdown, text
+from opscope.render import json_render, markdown, text
 from opscope.trace import load
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"

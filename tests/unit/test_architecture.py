@@ -11,7 +11,13 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "src" / "opscope"
 CORE = ("capture", "trace", "analysis", "bench", "study")
-FRONT_ENDS = ("opscope.cli", "opscope.report", "opscope.explorer", "opscope.mcp")
+FRONT_ENDS = (
+    "opscope.cli",
+    "opscope.render",
+    "opscope.report",
+    "opscope.explorer",
+    "opscope.mcp",
+)
 
 
 def _imports(path: Path, top_level_only: bool = False) -> list[str]:
@@ -35,7 +41,7 @@ def test_core_does_not_import_front_ends(layer: str) -> None:
             assert not mod.startswith(FRONT_ENDS), f"{f.relative_to(PKG)} imports {mod}"
 
 
-@pytest.mark.parametrize("layer", ("trace", "analysis", "report"))
+@pytest.mark.parametrize("layer", ("trace", "analysis", "render"))
 def test_no_torch_at_module_level(layer: str) -> None:
     for f in sorted((PKG / layer).rglob("*.py")):
         for mod in _imports(f, top_level_only=True):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opscope.report.demo import _common_parent
+from opscope.render.demo import _common_parent
 
 
 def test_common_parent_of_run_folders() -> None:
@@ -25,7 +25,7 @@ def test_comparison_notes_are_printed_once() -> None:
 
     from rich.console import Console
 
-    from opscope.report.demo import render_study
+    from opscope.render.demo import render_study
     from opscope.study.rmsnorm import ShapeResult, StudyResult
 
     note = "torch uses 2 intra-op threads on this 2-core machine"

@@ -9,7 +9,7 @@ import pytest
 
 from opscope.analysis.report import REPORT_SCHEMA, analyze
 from opscope.explorer import static_html
-from opscope.report import json_render, markdown, text
+from opscope.render import json_render, markdown, text
 from opscope.trace import load_document
 
 EVIL = '<img src=x onerror=alert("pwned")>'

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
         text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
-        from opscope.report import diff as r
+        from opscope.render import diff as r
 
         if args.format == "md":
             text = r.render_markdown(data, top=args.top)

@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        from opscope.report.demo import render_study
+        from opscope.render.demo import render_study
 
         console = Console()
         if not console.is_terminal:

@@ -3,7 +3,7 @@ filled in - wired to the server (:func:`server_page`), or self-contained with th
 and the data embedded (:func:`static_page`).
 
 ``sections`` and ``fallback`` are trusted HTML made by the renderers
-(:mod:`opscope.report.html`: every trace string in it escaped); the page places the sections at
+(:mod:`opscope.render.html`: every trace string in it escaped); the page places the sections at
 the top of the Summary view and the fallback in a ``<noscript>``.
 """
 

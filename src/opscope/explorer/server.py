@@ -34,7 +34,7 @@ import orjson
 
 from opscope.explorer.data import Session
 from opscope.explorer.page import asset, server_page
-from opscope.report import html
+from opscope.render import html
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

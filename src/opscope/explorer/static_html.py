@@ -6,7 +6,7 @@ inlined and allowed by their SHA-256 hashes in the Content-Security-Policy (no
 every ``<`` escaped, so no trace string can close them (:func:`opscope.explorer.page.static_page`).
 The study section (the demo's comparison table and its reading), the roofline chart and, for
 readers without JavaScript, the plain tables come from the HTML renderer
-(:mod:`opscope.report.html`), every trace string escaped; the app renders trace strings as text
+(:mod:`opscope.render.html`), every trace string escaped; the app renders trace strings as text
 only.
 
 The timeline is one level-of-detail window over the whole trace
@@ -23,7 +23,7 @@ from typing import Any
 from opscope.analysis.chain import dependency_chain
 from opscope.explorer.data import with_relative_times
 from opscope.explorer.page import static_page
-from opscope.report import html
+from opscope.render import html
 from opscope.trace import Trace
 from opscope.trace.viewport import EventIndex
 

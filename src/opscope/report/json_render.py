@@ -1,16 +1,7 @@
-"""JSON renderer: the report's data as written in ``report.json``."""
+"""Deprecated alias of :mod:`opscope.render.json_render` (the same module)."""
 
-from __future__ import annotations
+import sys
 
-from typing import Any
+from opscope.render import json_render
 
-import orjson
-
-EXTENSION = ".json"
-
-
-def render(data: dict[str, Any], top: int | None = None) -> str:
-    """The whole report (``top`` is accepted for a uniform interface; JSON is never cut)."""
-    return (
-        orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
-    )
+sys.modules[__name__] = json_render

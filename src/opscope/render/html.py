@@ -1,0 +1,187 @@
+"""HTML pieces of a report, every trace string escaped (op names in real traces contain ``<``,
+``>`` and quotes): the demo's study section (its comparison table and reading), the roofline
+chart, and the report as plain tables (for readers without JavaScript).
+
+The HTML report itself is the explorer's static page (:mod:`opscope.explorer.static_html`),
+which places these pieces; the explorer's server page shows the sections too.  Nothing here
+knows about the explorer.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from opscope.render.fmt import pct, truncate, us
+
+EXTENSION = ".html"
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _bar(fraction: float) -> str:
+    return f" {'▇' * max(0, round(8 * fraction))}"  # text: the page's CSP forbids style attributes
+
+
+def _table(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = []
+    for r in rows:
+        cells = []
+        for i, c in enumerate(r):
+            cls = "n" if i in numeric else ("name" if i == 0 else "")
+            cells.append(f'<td class="{cls}">{c}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def study_section(study: dict[str, Any]) -> str:
+    """The demo's comparison table for one shape (all variants), with the plain reading."""
+    rows = []
+    for v in study.get("variants", []):
+        lat = v.get("latency_us") or {}
+        num = (
+            '<span class="ok">ok</span>'
+            if v.get("numerics_ok")
+            else '<span class="bad">differs</span>'
+            if v.get("max_abs_err") is not None
+            else "—"
+        )
+        rows.append(
+            [
+                _e(v["name"])
+                + (f' <span class="bad">({_e(v["error"])})</span>' if v.get("error") else ""),
+                _e(v.get("device_ops") if v.get("device_ops") is not None else "—"),
+                _e(us(v.get("device_us"))),
+                _e(us(v.get("cpu_us"))),
+                _e(f"{us(lat.get('median'))} ± {us(lat.get('iqr'))}" if lat else "—"),
+                _e(f"{v['speedup_vs_naive']:.2f}×" if v.get("speedup_vs_naive") else "—"),
+                _e(f"{v['compile_s']:.1f} s" if v.get("compile_s") is not None else "—"),
+                num,
+            ]
+        )
+    table = _table(
+        [
+            "variant",
+            "device ops/call",
+            "device time",
+            "CPU time",
+            "latency (median ± IQR)",
+            "speedup vs naive",
+            "compile",
+            "numerics",
+        ],
+        rows,
+        {1, 2, 3, 4, 5, 6},
+    )
+    reading = "".join(f'<p class="reading">{_e(line)}</p>' for line in study.get("reading", []))
+    shape = "×".join(map(str, study.get("shape", []))) + f" {study.get('dtype', '')}"
+    return f"<h2>RMSNorm study at {_e(shape)}</h2>{table}{reading}"
+
+
+def sections(data: dict[str, Any]) -> str:
+    """The sections placed at the top of the page's Summary view: the study (when the report
+    carries one) and the roofline chart (when it has one)."""
+    study = f'<div class="study">{study_section(data["study"])}</div>' if data.get("study") else ""
+    return study + roofline_section(data)
+
+
+def roofline_section(data: dict[str, Any]) -> str:
+    """The roofline chart (inline SVG: attributes only, no script, names escaped)."""
+    rl = data.get("roofline")
+    if not isinstance(rl, dict) or not rl.get("op_shapes"):
+        return ""
+    from opscope.render.roofline import render_svg
+
+    return f'<div class="roofline"><h2>Roofline</h2>{render_svg(rl)}</div>'
+
+
+def plain_tables(data: dict[str, Any], top: int = 50) -> str:
+    """The report as plain HTML tables (shown where JavaScript is off), every string escaped."""
+    dev = data["device"]
+    src = data["source"]
+    s = data["summary"]
+    host = dev["kind"] == "cpu"
+    parts = [
+        "<h1>opscope report</h1>",
+        f'<p class="meta">{_e(", ".join(src["paths"]))} · {src["events"]} events · device '
+        f"<b>{_e(dev['kind'])}</b> ({_e(dev['name'])})</p>",
+    ]
+    if dev.get("note"):
+        parts.append(f'<p class="note">{_e(dev["note"])}</p>')
+    for w in src.get("warnings", []):
+        parts.append(f'<p class="note">warning: {_e(w)}</p>')
+    parts.append("<h2>Summary</h2>")
+    parts.append(
+        _table(
+            ["", "time"],
+            [
+                [_e(k), _e(us(s.get(key)))]
+                for k, key in (
+                    ("wall", "wall_us"),
+                    ("device busy", "device_busy_us"),
+                    ("device idle", "device_idle_us"),
+                    ("device time", "device_time_us"),
+                    ("compute", "compute_us"),
+                    ("communication", "comm_us"),
+                    ("memcpy", "memcpy_us"),
+                )
+            ],
+            {1},
+        )
+    )
+    findings = data.get("findings") or []
+    if findings:
+        parts.append("<h2>Findings</h2><ol>")
+        for f in findings:
+            parts.append(
+                f"<li><b>{_e(f['title'])}</b> — {_e(us(f.get('time_at_stake_us')))} at stake"
+                f" ({_e(pct(f.get('share')))}). {_e(f.get('recommendation', ''))}</li>"
+            )
+        parts.append("</ol>")
+    max_dev = max((r["device_self_us"] for r in data["ops"]), default=0) or 1
+    dev_label = "exec" if host else "device"
+    rows = [
+        [
+            _e(truncate(r["name"], 120)),
+            _e(r["calls"]),
+            _e(us(r["cpu_self_us"])),
+            _e(us(r["cpu_total_us"])),
+            _e(us(r["device_self_us"])),
+            _e(us(r["device_total_us"])),
+            _e(pct(r["device_share"])) + _bar(r["device_self_us"] / max_dev),
+        ]
+        for r in data["ops"][:top]
+    ]
+    parts.append(f"<h2>Ops (top {top} by {dev_label} self time)</h2>")
+    parts.append(
+        _table(
+            [
+                "op",
+                "calls",
+                "CPU self",
+                "CPU total",
+                f"{dev_label} self",
+                f"{dev_label} total",
+                "share",
+            ],
+            rows,
+            {1, 2, 3, 4, 5, 6},
+        )
+    )
+    if data.get("kernels"):
+        krows = [
+            [
+                _e(truncate(k["name"], 120)),
+                _e(k["calls"]),
+                _e(us(k["device_us"])),
+                _e(us(k["mean_us"])),
+                _e(k.get("op") or "—"),
+            ]
+            for k in data["kernels"][:top]
+        ]
+        parts.append("<h2>Device kernels</h2>")
+        parts.append(_table(["kernel", "calls", "total", "mean", "op"], krows, {1, 2, 3}))
+    return "".join(parts)

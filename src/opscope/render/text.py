@@ -1,0 +1,98 @@
+"""Terminal renderer (rich): summary, op table, kernels, findings; fits a 100-column terminal."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from opscope.render.fmt import pct, truncate, us
+
+EXTENSION = ".txt"
+
+
+def ops_table(data: dict[str, Any], top: int = 20, name_width: int = 38) -> Table:
+    host = data["device"]["kind"] == "cpu"
+    dev = "CPU-as-device" if host else "device"
+    t = Table(title=f"Ops by {dev} self time (top {top})", title_justify="left", expand=False)
+    t.add_column("op", no_wrap=True, max_width=name_width)
+    t.add_column("calls", justify="right")
+    t.add_column("CPU self", justify="right")
+    t.add_column("CPU total", justify="right")
+    t.add_column(f"{'dev' if not host else 'exec'} self", justify="right")
+    t.add_column(f"{'dev' if not host else 'exec'} total", justify="right")
+    t.add_column("share", justify="right")
+    for r in data["ops"][:top]:
+        t.add_row(
+            Text(truncate(r["name"], name_width)),
+            str(r["calls"]),
+            us(r["cpu_self_us"]),
+            us(r["cpu_total_us"]),
+            us(r["device_self_us"]),
+            us(r["device_total_us"]),
+            pct(r["device_share"]),
+        )
+    return t
+
+
+def kernels_table(data: dict[str, Any], top: int = 10, name_width: int = 44) -> Table:
+    t = Table(title=f"Device kernels (top {top})", title_justify="left")
+    t.add_column("kernel", no_wrap=True, max_width=name_width)
+    t.add_column("calls", justify="right")
+    t.add_column("total", justify="right")
+    t.add_column("mean", justify="right")
+    t.add_column("op", no_wrap=True, max_width=20)
+    for k in data["kernels"][:top]:
+        t.add_row(
+            Text(truncate(k["name"], name_width)),
+            str(k["calls"]),
+            us(k["device_us"]),
+            us(k["mean_us"]),
+            Text(truncate(k.get("op") or "—", 20)),
+        )
+    return t
+
+
+def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
+    dev = data["device"]
+    src = data["source"]
+    s = data["summary"]
+    console.print(
+        f"[bold]{escape(', '.join(src['paths']))}[/bold]  {src['events']} events · device "
+        f"[bold]{escape(dev['kind'])}[/bold] ({escape(dev['name'])})"
+    )
+    if dev.get("note"):
+        console.print(f"[dim]{escape(dev['note'])}[/dim]")
+    console.print(
+        f"wall {us(s['wall_us'])} · device span {us(s.get('device_span_us'))} · busy "
+        f"{us(s['device_busy_us'])} · idle {us(s['device_idle_us'])} · device time "
+        f"{us(s['device_time_us'])}"
+    )
+    for w in src.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    width = console.width
+    console.print(ops_table(data, top, name_width=max(16, width - 74)))
+    if data["kernels"]:
+        console.print(kernels_table(data, min(top, 10), name_width=max(16, width - 66)))
+    findings = data.get("findings") or []
+    if findings:
+        console.print("[bold]Findings[/bold] (ranked by time at stake)")
+        styles = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
+        for f in findings[:top]:
+            sev = str(f.get("severity", ""))
+            line = Text("• ")
+            line.append(f"{sev:<6}", style=styles.get(sev, ""))
+            line.append(f" {f['title']}", style="bold")
+            line.append(f" — {us(f.get('time_at_stake_us'))} at stake. ")
+            line.append(str(f.get("recommendation", "")))
+            console.print(line)
+
+
+def render(data: dict[str, Any], width: int = 100, top: int = 20) -> str:
+    console = Console(record=True, width=width, file=io.StringIO())
+    render_to(console, data, top)
+    return console.export_text()
