@@ -27,7 +27,6 @@ from opscope.render import html
 from opscope.trace import Trace
 from opscope.trace.viewport import EventIndex
 
-EXTENSION = ".html"
 STATIC_PX = 4000
 STATIC_MAX_EVENTS = 20_000
 STATIC_TOP_OPS = 15
