@@ -29,12 +29,12 @@ class Comparison:
         return self.data.to_dict()
 
     def to_html(self) -> str:
-        from opscope.report.compare import render_html
+        from opscope.render.compare import render_html
 
         return render_html(self.to_dict())
 
     def __str__(self) -> str:
-        from opscope.report.compare import render_text
+        from opscope.render.compare import render_text
 
         return render_text(self.to_dict())
 

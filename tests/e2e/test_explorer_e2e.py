@@ -131,12 +131,12 @@ def test_static_report_from_file(
     page: Any, tmp_path: Path, shot: Callable[[Any, str], Path]
 ) -> None:
     from opscope.analysis.report import analyze
-    from opscope.report import html
+    from opscope.explorer import static_html
     from opscope.trace import load
 
     trace = load(_bert())
     out = tmp_path / "report.html"
-    out.write_text(html.render(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
+    out.write_text(static_html.render(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
     _ready(page, out.as_uri())
     assert "Static report" in page.text_content("[data-testid=notice]")
     page.click("#tabs button[data-view=ops]")

@@ -1,4 +1,4 @@
-"""opscope compare A B on the shared trace pairs."""
+"""opscope diff A B on the shared trace pairs."""
 
 from __future__ import annotations
 
@@ -54,12 +54,12 @@ def test_cross_device_pair_is_labelled(shared: Callable[[str], Path]) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "md", "html"])
-def test_compare_cli_formats(
+def test_diff_cli_formats(
     fmt: str, capsys: pytest.CaptureFixture[str], shared: Callable[[str], Path]
 ) -> None:
     a = shared("cuda/dataloader_pair/resnet50_workers0.pt.trace.json.gz")
     b = shared("cuda/dataloader_pair/resnet50_workers4.pt.trace.json.gz")
-    assert main(["compare", str(a), str(b), "--format", fmt, "--top", "5"]) == 0
+    assert main(["diff", str(a), str(b), "--format", fmt, "--top", "5"]) == 0
     out = capsys.readouterr().out
     if fmt == "json":
         assert json.loads(out)["schema"] == "opscope.diff/1"

@@ -226,7 +226,7 @@ def test_cli_report_and_compare(capsys: pytest.CaptureFixture[str]) -> None:
     d = json.loads(capsys.readouterr().out)
     row = next(r for r in d["ops"] if r["name"] == "Torch-Compiled Region: 0/0")
     assert round(row["device_self_us"], 1) == 375.5 and row["device_calls"] == 1
-    assert main(["compare", str(FIXTURES / "builtin"), str(FIXTURES / "compiled")]) == 0
+    assert main(["diff", str(FIXTURES / "builtin"), str(FIXTURES / "compiled")]) == 0
     assert "-27.8 µs" in capsys.readouterr().out
 
 

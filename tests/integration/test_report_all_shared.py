@@ -9,7 +9,8 @@ import pytest
 
 from opscope.analysis.report import REPORT_SCHEMA, analyze
 from opscope.errors import TraceError
-from opscope.report import html, json_render, markdown, text
+from opscope.explorer import static_html
+from opscope.render import json_render, markdown, text
 from opscope.trace import load
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -38,7 +39,7 @@ def test_report_in_all_formats(rel: str) -> None:
     assert md.startswith("# opscope report")
     txt = text.render(data, width=100)
     assert max((len(line) for line in txt.splitlines()), default=0) <= 100
-    page = html.render(data, trace=trace)
+    page = static_html.render(data, trace=trace)
     assert page.lstrip().lower().startswith("<!doctype html>")
     assert 'id="opscope-data"' in page
     for finding in data["findings"]:

@@ -101,3 +101,41 @@ def test_help_does_not_import_torch() -> None:
         "assert 'torch' not in sys.modules, 'torch imported by --help'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.fixture
+def trace_pair(tmp_path: Path) -> tuple[str, str]:
+    import json
+
+    from test_explorer_api import gpu_doc  # same folder (rootdir on sys.path)
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(gpu_doc(steps=2)))
+    b.write_text(json.dumps(gpu_doc(steps=3)))
+    return str(a), str(b)
+
+
+def test_compare_is_a_deprecated_alias_of_diff(
+    trace_pair: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    assert main(["diff", *trace_pair, "--format", "json"]) == 0
+    new = capsys.readouterr()
+    assert json.loads(new.out)["schema"] == "opscope.diff/1" and new.err == ""
+    assert main(["compare", *trace_pair, "--format", "json"]) == 0
+    old = capsys.readouterr()
+    assert old.out == new.out
+    note = "opscope compare: deprecated, use 'opscope diff' (same arguments)"
+    assert old.err.splitlines() == [note]
+
+
+@pytest.mark.parametrize("command", ["diff", "compare"])
+def test_diff_help_has_an_example(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "  opscope diff before.json.gz after.json.gz" in out
+    if command == "compare":
+        assert "former name of 'opscope diff'" in out

@@ -190,7 +190,7 @@ def test_a_clear_speedup_on_noisy_rounds_is_faster() -> None:
 
 def test_cpu_threads_note_on_small_machines() -> None:
     from opscope.bench.compare import cpu_threads_note
-    from opscope.report.compare import render_html, render_text
+    from opscope.render.compare import render_html, render_text
 
     note = cpu_threads_note(threads=2, cores=2)
     assert note is not None and "torch.set_num_threads(1)" in note

@@ -14,7 +14,6 @@ from test_explorer_api import EVIL, gpu_doc  # same folder (rootdir on sys.path)
 
 from opscope.analysis.report import analyze
 from opscope.explorer import static_html
-from opscope.report import html
 from opscope.trace import load_document
 
 
@@ -34,7 +33,7 @@ def _sha(text: str) -> str:
 
 def test_csp_hashes_match_inline_script_and_style() -> None:
     tr = load_document(gpu_doc(), "evil.json")
-    page = html.render(analyze(tr).to_dict(), trace=tr)
+    page = static_html.render(analyze(tr).to_dict(), trace=tr)
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
     assert "unsafe-inline" not in csp and "default-src 'none'" in csp
     scripts = re.findall(r'<script type="module">(.*?)</script>', page, re.S)
@@ -76,7 +75,7 @@ def test_render_without_trace_keeps_study_and_fallback() -> None:
         "variants": [{"name": "naive", "device_ops": 3, "numerics_ok": True}],
         "reading": ["builtin is 2.0× faster than naive"],
     }
-    page = html.render(data)
+    page = static_html.render(data)
     assert "RMSNorm study at 4×8 float32" in page
     assert "builtin is 2.0× faster than naive" in page
     assert "<noscript>" in page and "&lt;img src=x" in page

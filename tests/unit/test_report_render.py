@@ -8,7 +8,8 @@ import orjson
 import pytest
 
 from opscope.analysis.report import REPORT_SCHEMA, analyze
-from opscope.report import html, json_render, markdown, text
+from opscope.explorer import static_html
+from opscope.render import json_render, markdown, text
 from opscope.trace import load_document
 
 EVIL = '<img src=x onerror=alert("pwned")>'
@@ -73,7 +74,7 @@ def test_report_schema_and_tables(data: dict[str, object]) -> None:
 
 
 def test_html_escapes_trace_strings(data: dict[str, object]) -> None:
-    page = html.render(data)
+    page = static_html.render(data)
     assert EVIL not in page
     assert "&lt;img src=x onerror=alert(&quot;pwned&quot;)&gt;" in page
     assert "Content-Security-Policy" in page and "default-src 'none'" in page

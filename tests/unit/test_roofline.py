@@ -12,7 +12,7 @@ import pytest
 from opscope.analysis.peaks import DevicePeaks
 from opscope.analysis.report import analyze
 from opscope.analysis.roofline import OVERHEAD_FACTOR, annotate, classify, roofline
-from opscope.report.roofline import render_svg, render_text
+from opscope.render.roofline import render_svg, render_text
 from opscope.trace import load_document
 
 H100 = "NVIDIA H100 80GB HBM3"

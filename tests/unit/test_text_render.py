@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from opscope.analysis.report import analyze
-from opscope.report import text
+from opscope.render import text
 from opscope.trace import load_document
 
 NAME = "aten::index[/bold][red]x"

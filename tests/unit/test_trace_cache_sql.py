@@ -286,8 +286,8 @@ def test_sql_command_never_imports_torch(trace_file: Path, tmp_path: Path) -> No
         f"rc = main(['sql', {str(trace_file)!r}, 'SELECT count(*) FROM events', "
         "'--format', 'csv'])\n"
         "assert rc == 0, rc\n"
-        "bad = [m for m in ('torch', 'opscope.report', 'opscope.explorer', 'opscope.mcp') "
-        "if m in sys.modules]\n"
+        "bad = [m for m in ('torch', 'opscope.render', 'opscope.report', 'opscope.explorer', "
+        "'opscope.mcp') if m in sys.modules]\n"
         "print('IMPORTED', bad)\n"
     )
     r = _run(["-c", code], env)

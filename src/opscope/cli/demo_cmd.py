@@ -68,13 +68,13 @@ class _ReportWriter:
     @staticmethod
     def _write(report: Report, run_dir: Path, study: dict[str, Any]) -> None:
         from opscope.capture.runfolder import write_json
-        from opscope.report import html
+        from opscope.explorer import static_html
 
         data = report.to_dict()
         data["study"] = study
         write_json(run_dir / "report.json", data)
         (run_dir / "report.html").write_text(
-            html.render(data, trace=report.trace), encoding="utf-8"
+            static_html.render(data, trace=report.trace), encoding="utf-8"
         )
 
     def finish(self, result: StudyResult) -> None:
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        from opscope.report.demo import render_study
+        from opscope.render.demo import render_study
 
         console = Console()
         if not console.is_terminal:

@@ -19,7 +19,10 @@ from types import ModuleType
 from opscope import __version__
 
 # Order is the order shown in --help.
-COMMANDS = ("demo", "profile", "report", "explore", "compare", "sql", "mcp")
+COMMANDS = ("demo", "profile", "report", "explore", "diff", "sql", "mcp")
+
+# Former names still accepted for one release (listed last in --help): old name -> command.
+ALIASES = {"compare": "diff"}
 
 
 def _command_modules() -> dict[str, ModuleType]:
@@ -56,6 +59,22 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
             "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
         )
         mod.add_arguments(p)
+    for old, new in ALIASES.items():
+        if new not in mods:
+            continue
+        mod = mods[new]
+        p = sub.add_parser(
+            old,
+            help=f"deprecated: the former name of '{new}'",
+            description=f"'opscope {old}' is the former name of 'opscope {new}' and will be "
+            f"removed;\nit runs 'opscope {new}'.\n\n{mod.DESCRIPTION}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+        mod.add_arguments(p)
+        mods[old] = mod
     return parser, mods
 
 
@@ -65,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command in ALIASES:
+        new = ALIASES[args.command]
+        print(
+            f"opscope {args.command}: deprecated, use 'opscope {new}' (same arguments)",
+            file=sys.stderr,
+        )
     from opscope.errors import OpscopeError
 
     try:

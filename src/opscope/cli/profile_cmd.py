@@ -215,7 +215,7 @@ def print_reports(run_dirs: list[Path], top: int) -> None:
     from rich.console import Console
 
     from opscope.analysis.report import analyze
-    from opscope.report.text import render_to
+    from opscope.render.text import render_to
 
     console = Console(stderr=True)
     if not console.is_terminal:

@@ -70,37 +70,37 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "text" and args.output is None:
         from rich.console import Console
 
-        from opscope.report.text import render_to
+        from opscope.render.text import render_to
 
         console = Console()
         if not console.is_terminal:
             console = Console(width=100)
         render_to(console, data, args.top)
         if args.roofline and data.get("roofline"):
-            from opscope.report.roofline import render_text
+            from opscope.render.roofline import render_text
 
             console.print(
                 render_text(data["roofline"], top=args.top, width=max(console.width, 120))
             )
         return 0
     if args.format == "json":
-        from opscope.report import json_render
+        from opscope.render import json_render
 
         text = json_render.render(data)
     elif args.format == "md":
-        from opscope.report import markdown
+        from opscope.render import markdown
 
         text = markdown.render(data, top=args.top)
     elif args.format == "html":
-        from opscope.report import html
+        from opscope.explorer import static_html
 
-        text = html.render(data, top=args.top, trace=report.trace)
+        text = static_html.render(data, top=args.top, trace=report.trace)
     else:
-        from opscope.report import text as text_renderer
+        from opscope.render import text as text_renderer
 
         text = text_renderer.render(data, top=args.top)
         if args.roofline and data.get("roofline"):
-            from opscope.report.roofline import render_text
+            from opscope.render.roofline import render_text
 
             text += render_text(data["roofline"], top=args.top)
     from opscope.cli.output import write_output

@@ -27,13 +27,14 @@ import threading
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
 from opscope.explorer.data import Session
+from opscope.explorer.page import asset, server_page
+from opscope.render import html
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -47,25 +48,6 @@ ASSETS = {
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
 }
-
-
-def asset(name: str) -> str:
-    """The text of a packaged asset (``static/<name>``)."""
-    return (resources.files("opscope.explorer") / "static" / name).read_text(encoding="utf-8")
-
-
-def server_page(sections: str = "") -> str:
-    """index.html wired to load the app from the server; ``sections`` is trusted HTML made by
-    the renderers (every trace string in it escaped) placed at the top of the Summary view."""
-    return (
-        asset("index.html")
-        .replace("<!--CSP-->", "")
-        .replace("<!--HEAD-->", '<link rel="stylesheet" href="style.css">')
-        .replace("<!--SCRIPTS-->", '<script type="module" src="app.js"></script>')
-        .replace("<!--STUDY-->", sections)
-        .replace("<!--FALLBACK-->", "")
-        .replace("<!--DATA-->", "")
-    )
 
 
 class BadRequest(Exception):
@@ -194,9 +176,7 @@ class ExplorerServer(ThreadingHTTPServer):
         super().__init__((host, port), Handler)
         self.session = session
         self.verbose = verbose
-        from opscope.report.html import roofline_section
-
-        self.page = server_page(roofline_section(session.report("a")))
+        self.page = server_page(html.sections(session.report("a")))
         bound = self.server_address[1]
         names = {host, "127.0.0.1", "localhost", "[::1]"}
         self.allowed_hosts = {f"{h}:{bound}" for h in names} | (names if bound == 80 else set())

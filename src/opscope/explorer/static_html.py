@@ -1,9 +1,13 @@
-"""The explorer as one self-contained HTML file: the report and a bounded timeline embedded.
+"""The explorer as one self-contained HTML file: the HTML report (``opscope report --format html``).
 
 No server and no network: the page works from ``file://``.  The app's script and stylesheet are
 inlined and allowed by their SHA-256 hashes in the Content-Security-Policy (no
 ``'unsafe-inline'``); the data sits in inert ``<script type="application/json">`` elements with
-every ``<`` escaped, so no trace string can close them.
+every ``<`` escaped, so no trace string can close them (:func:`opscope.explorer.page.static_page`).
+The study section (the demo's comparison table and its reading), the roofline chart and, for
+readers without JavaScript, the plain tables come from the HTML renderer
+(:mod:`opscope.render.html`), every trace string escaped; the app renders trace strings as text
+only.
 
 The timeline is one level-of-detail window over the whole trace
 (:meth:`opscope.trace.viewport.EventIndex.window`): events at least one pixel wide at
@@ -14,13 +18,14 @@ embedded for the top ops' occurrences and the findings' evidence only.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from typing import Any
 
-import orjson
-
+from opscope.analysis.chain import dependency_chain
+from opscope.explorer.data import with_relative_times
+from opscope.explorer.page import static_page
+from opscope.render import html
 from opscope.trace import Trace
+from opscope.trace.viewport import EventIndex
 
 STATIC_PX = 4000
 STATIC_MAX_EVENTS = 20_000
@@ -29,29 +34,17 @@ STATIC_OCCURRENCES = 200
 STATIC_MAX_CHAINS = 120
 
 
-def _asset(name: str) -> str:
-    from opscope.explorer.server import asset
-
-    return asset(name)
-
-
-def _csp_hash(text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return "'sha256-" + base64.b64encode(digest).decode() + "'"
-
-
-def json_script(element_id: str, data: Any) -> str:
-    """An inert JSON data block; ``<`` escaped so nothing in it can end the element."""
-    payload = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).replace(b"<", b"\\u003c")
-    return f'<script type="application/json" id="{element_id}">{payload.decode()}</script>'
+def render(data: dict[str, Any], top: int = 50, *, trace: Trace | None = None) -> str:
+    """The HTML report: the explorer UI as one self-contained file (timeline embedded when
+    ``trace``), with the renderer's sections and its plain tables (``top`` rows) for readers
+    without JavaScript."""
+    return render_static(
+        data, trace, study_html=html.sections(data), fallback_html=html.plain_tables(data, top)
+    )
 
 
 def explorer_payload(report: dict[str, Any], trace: Trace) -> tuple[dict[str, Any], dict[str, Any]]:
     """(report with relative evidence times, the embedded explorer data) for one trace."""
-    from opscope.analysis.chain import dependency_chain
-    from opscope.explorer.data import with_relative_times
-    from opscope.trace.viewport import EventIndex
-
     index = EventIndex(trace)
     data = with_relative_times(report, index.origin_ns)
     data["explorer"] = {**data["explorer"], "mode": "static", "compare": False}
@@ -104,36 +97,13 @@ def render_static(
     study_html: str = "",
     fallback_html: str = "",
 ) -> str:
-    """The explorer UI as one HTML file (see the module docstring)."""
+    """The explorer UI as one HTML file (see the module docstring); ``study_html`` and
+    ``fallback_html`` are trusted HTML (every trace string in them escaped)."""
     if trace is not None:
         data, explorer = explorer_payload(report_dict, trace)
     else:
         start = (report_dict.get("window") or {}).get("start_ns")
-        from opscope.explorer.data import with_relative_times
-
         data = with_relative_times(report_dict, int(start) if isinstance(start, int) else 0)
         data["explorer"] = {**data["explorer"], "mode": "static", "compare": False}
         explorer = {"mode": "static", "lanes": None}
-    script = _asset("app.js")
-    style = _asset("style.css")
-    for text in (script, style):  # inlined as is: nothing in them may end their element
-        if "</script" in text.lower() or "</style" in text.lower() or "<!--" in text:
-            raise ValueError("an explorer asset contains a closing tag or <!--")
-    csp = (
-        f"default-src 'none'; script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
-    )
-    page = _asset("index.html")
-    return (
-        page.replace("<!--CSP-->", f'<meta http-equiv="Content-Security-Policy" content="{csp}">')
-        .replace("<!--HEAD-->", f"<style>{style}</style>")
-        .replace("<!--STUDY-->", study_html)
-        .replace(
-            "<!--FALLBACK-->", f"<noscript>{fallback_html}</noscript>" if fallback_html else ""
-        )
-        .replace(
-            "<!--DATA-->",
-            json_script("opscope-data", data) + json_script("opscope-explorer", explorer),
-        )
-        .replace("<!--SCRIPTS-->", f'<script type="module">{script}</script>')
-    )
+    return static_page(data, explorer, sections=study_html, fallback=fallback_html)

@@ -211,17 +211,6 @@ class Call:
         """Every tensor argument, in order."""
         return [self.tensor(i) for i in range(len(self.dims)) if self.is_tensor(i)]
 
-    def tensor_lists(self, i: int) -> list[Tensor]:
-        """A ``TensorList`` argument (dims recorded as a list of shapes) with the list's dtype
-        taken from the first tensor argument after it, else float (Kineto records only
-        ``TensorList`` as its type)."""
-        if i >= len(self.dims):
-            raise CostError(f"no argument {i}")
-        shapes = self.dims[i]
-        if not isinstance(shapes, list) or not all(isinstance(s, list) for s in shapes):
-            raise CostError(f"argument {i} is not a tensor list")
-        return [Tensor(tuple(s), "float") for s in shapes]
-
     def raw(self, i: int) -> str:
         return self.concrete[i] if i < len(self.concrete) else ""
 
@@ -258,15 +247,6 @@ class Call:
         if default is None:
             raise CostError(f"argument {i} is not a recorded bool: {text!r}")
         return default
-
-    def float_(self, i: int, default: float | None = None) -> float:
-        text = self.raw(i).strip()
-        try:
-            return float(text)
-        except ValueError:
-            if default is None:
-                raise CostError(f"argument {i} is not a recorded float: {text!r}") from None
-            return default
 
     def dtype_code(self, i: int) -> str | None:
         """A ``dtype=`` argument recorded as a ScalarType code, as an ``Input type`` name."""

@@ -1,4 +1,5 @@
-"""opscope compare: diff two traces or run folders."""
+"""opscope diff: diff two traces or run folders (``opscope compare``, its former name, still works
+for one release)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ DESCRIPTION = """\
 Diff two traces (files, run folders, or folders of ranks): per op - calls, device self time and
 CPU self time in A and B and the deltas (which add up to the difference of the totals) - ops only
 in A or only in B, kernels likewise, the timeline summary's deltas, and the findings resolved and
-new.  Traces from different devices may be compared; the output says so.
+new.  Traces from different devices may be diffed; the output says so.  ('opscope compare' is
+this command's former name, accepted for one release; opscope.compare() in Python benchmarks
+variants of a function.)
 
 examples:
-  opscope compare opscope-runs/...-naive opscope-runs/...-compiled
-  opscope compare before.json.gz after.json.gz --format json > diff.json
+  opscope diff opscope-runs/...-naive opscope-runs/...-compiled
+  opscope diff before.json.gz after.json.gz --format json > diff.json
 """
 
 
@@ -36,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
         text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
-        from opscope.report import diff as r
+        from opscope.render import diff as r
 
         if args.format == "md":
             text = r.render_markdown(data, top=args.top)

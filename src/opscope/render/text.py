@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from opscope.report.fmt import pct, truncate, us
+from opscope.render.fmt import pct, truncate, us
 
 EXTENSION = ".txt"
 

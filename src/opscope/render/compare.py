@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscope.report.fmt import us
+from opscope.render.fmt import us
 
 
 def _speedup(v: dict[str, Any]) -> str:
@@ -92,12 +92,6 @@ def render_text(data: dict[str, Any], width: int = 130) -> str:
 
 def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
-
-
-def _numerics_word(v: dict[str, Any]) -> str:
-    if v.get("error"):
-        return f"error: {v['error']}"
-    return "ok" if v["numerics_ok"] else "DIFFERS"
 
 
 def render_html(data: dict[str, Any]) -> str:

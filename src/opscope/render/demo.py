@@ -9,24 +9,26 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from opscope.report.fmt import us3
+from opscope.render.fmt import us
+
+HOST_NOTE = (
+    "device = the CPU: device ops are the computing leaf ops that ran, device time their execution"
+)
 
 
-def study_table(shape: dict[str, Any], device: dict[str, Any]) -> Table:
-    host = device.get("kind") == "cpu"
+def study_title(shape: dict[str, Any], device: dict[str, Any]) -> str:
     dims = "×".join(map(str, shape["shape"]))
+    return f"RMSNorm {dims} {shape['dtype']} on {device.get('name', device.get('kind'))}"
+
+
+def study_table(shape: dict[str, Any]) -> Table:
     t = Table(
-        box=box.SIMPLE_HEAD,  # no vertical rules: the eight columns fit a 100-column terminal
+        # no vertical rules or edges, two spaces between columns: the eight columns fit a
+        # 100-column terminal with three-digit milliseconds
+        box=box.SIMPLE_HEAD,
         pad_edge=False,
-        title=f"RMSNorm {dims} {shape['dtype']} on {device.get('name', device.get('kind'))}",
-        title_justify="left",
-        caption=(
-            "device = the CPU: device ops are the computing leaf ops that ran, device time "
-            "their execution"
-            if host
-            else None
-        ),
-        caption_justify="left",
+        collapse_padding=True,
+        show_edge=False,
     )
     for header, justify in (
         ("variant", "left"),
@@ -54,9 +56,9 @@ def study_table(shape: dict[str, Any], device: dict[str, Any]) -> Table:
         t.add_row(
             v["name"],
             "—" if v.get("device_ops") is None else str(v["device_ops"]),
-            us3(v.get("device_us")),
-            us3(v.get("cpu_us")),
-            f"{us3(lat['median'])} ± {us3(lat['iqr'])}" if lat else "—",
+            us(v.get("device_us")),
+            us(v.get("cpu_us")),
+            f"{us(lat['median'])} ± {us(lat['iqr'])}" if lat else "—",
             f"{v['speedup_vs_naive']:.2f}×" if v.get("speedup_vs_naive") else "—",
             f"{v['compile_s']:.1f} s" if v.get("compile_s") is not None else "—",
             numerics,
@@ -67,7 +69,10 @@ def study_table(shape: dict[str, Any], device: dict[str, Any]) -> Table:
 def render_study(data: dict[str, Any]) -> Group:
     items: list[Any] = []
     for shape in data["shapes"]:
-        items.append(study_table(shape, data["device"]))
+        items += [Text(study_title(shape, data["device"]), style="table.title"), Text("")]
+        items.append(study_table(shape))
+        if data["device"].get("kind") == "cpu":
+            items += [Text(""), Text(HOST_NOTE)]
         for v in shape["variants"]:
             if v.get("error"):
                 items.append(Text(f"  {v['name']} failed: {v['error']}", style="red"))

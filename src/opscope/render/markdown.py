@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opscope.report.fmt import pct, truncate, us
+from opscope.render.fmt import pct, truncate, us
 
 EXTENSION = ".md"
 

@@ -1,24 +1,18 @@
-"""Self-contained static HTML report: the explorer UI in one file, no network.
+"""HTML pieces of a report, every trace string escaped (op names in real traces contain ``<``,
+``>`` and quotes): the demo's study section (its comparison table and reading), the roofline
+chart, and the report as plain tables (for readers without JavaScript).
 
-``render(data)`` writes the explorer (:mod:`opscope.explorer.static_html`) in static mode: the
-report's data embedded as inert JSON (``<script type="application/json" id="opscope-data">``),
-the app inlined and allowed by the SHA-256 hash of its script in the Content-Security-Policy
-(never ``'unsafe-inline'``), no remote loads.  With ``trace=`` the page also embeds a bounded,
-level-of-detail timeline.  The study section (the demo's comparison table and its reading) and,
-for readers without JavaScript, the plain tables below are rendered here, every trace string
-escaped (op names in real traces contain ``<``, ``>`` and quotes); the app renders trace
-strings as text only.
+The HTML report itself is the explorer's static page (:mod:`opscope.explorer.static_html`),
+which places these pieces; the explorer's server page shows the sections too.  Nothing here
+knows about the explorer.
 """
 
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from opscope.report.fmt import pct, truncate, us
-
-if TYPE_CHECKING:
-    from opscope.trace import Trace
+from opscope.render.fmt import pct, truncate, us
 
 EXTENSION = ".html"
 
@@ -87,17 +81,11 @@ def study_section(study: dict[str, Any]) -> str:
     return f"<h2>RMSNorm study at {_e(shape)}</h2>{table}{reading}"
 
 
-def render(data: dict[str, Any], top: int = 50, *, trace: Trace | None = None) -> str:
-    """The explorer UI as one self-contained HTML file (timeline embedded when ``trace``)."""
-    from opscope.explorer.static_html import render_static
-
+def sections(data: dict[str, Any]) -> str:
+    """The sections placed at the top of the page's Summary view: the study (when the report
+    carries one) and the roofline chart (when it has one)."""
     study = f'<div class="study">{study_section(data["study"])}</div>' if data.get("study") else ""
-    return render_static(
-        data,
-        trace,
-        study_html=study + roofline_section(data),
-        fallback_html=plain_tables(data, top),
-    )
+    return study + roofline_section(data)
 
 
 def roofline_section(data: dict[str, Any]) -> str:
@@ -105,7 +93,7 @@ def roofline_section(data: dict[str, Any]) -> str:
     rl = data.get("roofline")
     if not isinstance(rl, dict) or not rl.get("op_shapes"):
         return ""
-    from opscope.report.roofline import render_svg
+    from opscope.render.roofline import render_svg
 
     return f'<div class="roofline"><h2>Roofline</h2>{render_svg(rl)}</div>'
 

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscope.report.fmt import pct, truncate, us
+from opscope.render.fmt import pct, truncate, us
 
 EXTENSION = ".svg"
 BOUND_COLOURS = {

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscope.report.fmt import truncate, us
+from opscope.render.fmt import truncate, us
 
 
 def _signed(v: float) -> str:

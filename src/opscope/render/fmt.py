@@ -19,17 +19,6 @@ def us(value: float | None) -> str:
     return f"{v:.2f} µs"
 
 
-def us3(value: float | None) -> str:
-    """Microseconds with three significant digits (narrow table columns): 101 ms, 8.26 ms."""
-    if value is None:
-        return "—"
-    v = float(value)
-    for scale, unit in ((1e6, "s"), (1e3, "ms")):
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {unit}"
-    return f"{v:.3g} µs"
-
-
 def pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
