@@ -32,8 +32,6 @@ KNOWN_CYCLES_TO_REMOVE: tuple[tuple[str, str], ...] = (
     ("opscope.trace.device", "opscope.trace.model"),
     # the cache key reads __version__ from the top package, which names the trace API
     ("opscope.trace.cache", "opscope"),
-    # the peaks package loads its CPU module, which imports the package's DevicePeaks
-    ("opscope.analysis.peaks", "opscope.analysis.peaks.cpu"),
 )
 
 

@@ -57,9 +57,10 @@ def test_old_submodules_are_the_renderers(name: str) -> None:
 @pytest.mark.usefixtures("fresh")
 def test_from_imports_keep_working() -> None:
     _old()
-    from opscope.report import text
     from opscope.report.demo import _common_parent
     from opscope.report.fmt import us
+
+    from opscope.report import text
 
     assert text.render is opscope.render.text.render
     assert _common_parent(["/a/b/x", "/a/b/y"]) == "/a/b"

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from opscope.analysis.peaks import DevicePeaks
+from opscope.analysis.peaks.device import DevicePeaks
 
 _SOURCE = "measured on this machine: NumPy fp32 matmul (1024^3) and array copy (64 MiB)"
 
