@@ -30,10 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscope.analysis.diff import diff_reports
-    from opscope.analysis.report import analyze
+    from opscope.service import Workspace
 
-    data = diff_reports(analyze(Path(args.a)), analyze(Path(args.b)))
+    ws = Workspace()
+    ws.open(Path(args.a), handle="a")
+    ws.open(Path(args.b), handle="b")
+    data = ws.diff("a", "b")
     if args.format == "json":
         import orjson
 

@@ -58,15 +58,17 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscope.analysis.report import analyze
     from opscope.errors import OpscopeError
-    from opscope.trace import load
+    from opscope.service import Workspace
 
     steps = parse_steps(args.steps)
     if args.peaks and not Path(args.peaks).is_file():
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
-    report = analyze(load(Path(args.path), cache=not args.no_cache), steps=steps, peaks=args.peaks)
-    data = report.to_dict()
+    opened = Workspace().open(
+        Path(args.path), steps=steps, cache=not args.no_cache, peaks=args.peaks
+    )
+    report = opened.report
+    data = opened.data
     if args.format == "text" and args.output is None:
         from rich.console import Console
 
