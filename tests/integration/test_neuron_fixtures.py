@@ -261,3 +261,18 @@ def test_report_has_the_engine_section(case: tuple[str, Any, dict[str, Any]]) ->
             op["children"][-1] if op["children"] else op["name"] for op in exp["ops"]
         }
     assert "mfu_estimated_percent" in section["summary"]
+
+
+def test_engine_section_in_text_html_and_the_explorer(
+    case: tuple[str, Any, dict[str, Any]],
+) -> None:
+    from opscope.render import html, text
+
+    _, report, _ = case
+    data = report.to_dict()
+    (ex,) = data["neuron"]["executions"]
+    shown = text.render(data, width=100)
+    assert "NeuronCore engines" in shown and ex["bound"] in shown
+    assert max(len(line) for line in shown.splitlines()) <= 100
+    section = html.sections(data)  # the static page and the explorer's Summary both show it
+    assert "NeuronCore engines" in section and ex["bound"] in section

@@ -278,3 +278,14 @@ def test_no_diff_with_one_trace(trace: Trace) -> None:
         assert api(srv, "/api/report")["explorer"]["compare"] is False
     finally:
         srv.stop()
+
+
+def test_summary_sections_come_from_the_api_once_analysed(server: ExplorerServer) -> None:
+    """The page is served without waiting for the analysis; its Summary sections (roofline,
+    study, Neuron engines) are the renderer's escaped HTML, asked for separately."""
+    res, page = get(server, "/")
+    assert res.status == 200 and b'id="summary-sections"' in page
+    sec = api(server, "/api/sections")
+    assert isinstance(sec["html"], str)
+    assert "<script" not in sec["html"].lower()
+    assert "Roofline" in sec["html"]

@@ -92,6 +92,9 @@ ENDPOINTS: dict[str, Endpoint] = {
     "/api/chain": lambda s, q: s.chain(_int(q, "id"), _side(q)),
     "/api/occurrences": lambda s, q: s.occurrences(q.get("name", [""])[0], _side(q)),
     "/api/diff": lambda s, q: s.diff(),
+    # the Summary's sections (study, roofline, Neuron engines): the renderer's escaped HTML,
+    # asked for once the report is there so that the page itself never waits for the analysis
+    "/api/sections": lambda s, q: {"html": html.sections(s.report(_side(q)))},
 }
 
 
@@ -176,7 +179,7 @@ class ExplorerServer(ThreadingHTTPServer):
         super().__init__((host, port), Handler)
         self.session = session
         self.verbose = verbose
-        self.page = server_page(html.sections(session.report("a")))
+        self.page = server_page()
         bound = self.server_address[1]
         names = {host, "127.0.0.1", "localhost", "[::1]"}
         self.allowed_hosts = {f"{h}:{bound}" for h in names} | (names if bound == 80 else set())

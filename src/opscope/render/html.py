@@ -85,7 +85,41 @@ def sections(data: dict[str, Any]) -> str:
     """The sections placed at the top of the page's Summary view: the study (when the report
     carries one) and the roofline chart (when it has one)."""
     study = f'<div class="study">{study_section(data["study"])}</div>' if data.get("study") else ""
-    return study + roofline_section(data)
+    return study + neuron_section(data) + roofline_section(data)
+
+
+def neuron_section(data: dict[str, Any]) -> str:
+    """NeuronCore engines (a Neuron profile's device tables): per execution, the engine that
+    bounds it, with Neuron Explorer's whole-profile utilisation as written."""
+    nd = data.get("neuron")
+    if not isinstance(nd, dict) or not nd.get("executions"):
+        return ""
+    rows = []
+    for ex in nd["executions"]:
+        share = ex.get("busy_share") or {}
+        dom = str(ex.get("dominant") or "")
+        rows.append(
+            [
+                _e(ex.get("neff") or "—"),
+                _e(ex.get("op_name") or "—"),
+                _e(us((ex.get("dur_ns") or 0) / 1e3)),
+                _e(ex.get("bound") or "—"),
+                _e(f"{dom} {pct(float(share.get(dom) or 0.0))}" if dom else "—"),
+            ]
+        )
+    table = _table(["NEFF", "op", "duration", "bound", "busiest engine"], rows, {2})
+    sm = nd.get("summary") or {}
+    util = [
+        f"{label} {sm[key]:.2f} %"
+        for label, key in (
+            ("MFU", "mfu_estimated_percent"),
+            ("HFU", "hfu_estimated_percent"),
+            ("MBU", "mbu_estimated_percent"),
+        )
+        if isinstance(sm.get(key), (int, float))
+    ]
+    meta = f'<p class="meta">{_e(" · ".join(util))} (Neuron Explorer)</p>' if util else ""
+    return f'<div class="neuron"><h2>NeuronCore engines</h2>{table}{meta}</div>'
 
 
 def roofline_section(data: dict[str, Any]) -> str:

@@ -57,6 +57,35 @@ def kernels_table(data: dict[str, Any], top: int = 10, name_width: int = 44) -> 
     return t
 
 
+def neuron_table(data: dict[str, Any], top: int = 10, name_width: int = 40) -> Table | None:
+    """NeuronCore engines per execution (a Neuron profile's device tables), or None."""
+    nd = data.get("neuron")
+    if not isinstance(nd, dict) or not nd.get("executions"):
+        return None
+    sm = nd.get("summary") or {}
+    util = " · ".join(
+        f"{label} {sm[key]:.2f} %"
+        for label, key in (("MFU", "mfu_estimated_percent"), ("MBU", "mbu_estimated_percent"))
+        if isinstance(sm.get(key), (int, float))
+    )
+    title = "NeuronCore engines" + (f" ({util}, Neuron Explorer)" if util else "")
+    t = Table(title=title, title_justify="left")
+    t.add_column("op", no_wrap=True, max_width=name_width)
+    t.add_column("duration", justify="right")
+    t.add_column("bound", no_wrap=True)
+    t.add_column("busiest engine", justify="right", no_wrap=True)
+    for ex in nd["executions"][:top]:
+        dom = str(ex.get("dominant") or "")
+        share = float((ex.get("busy_share") or {}).get(dom) or 0.0)
+        t.add_row(
+            Text(truncate(str(ex.get("op_name") or ex.get("neff") or "—"), name_width)),
+            us((ex.get("dur_ns") or 0) / 1e3),
+            str(ex.get("bound") or "—"),
+            f"{dom} {pct(share)}" if dom else "—",
+        )
+    return t
+
+
 def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
     dev = data["device"]
     src = data["source"]
@@ -78,6 +107,9 @@ def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
     console.print(ops_table(data, top, name_width=max(16, width - 74)))
     if data["kernels"]:
         console.print(kernels_table(data, min(top, 10), name_width=max(16, width - 66)))
+    neuron = neuron_table(data, top, name_width=max(16, width - 60))
+    if neuron is not None:
+        console.print(neuron)
     findings = data.get("findings") or []
     if findings:
         console.print("[bold]Findings[/bold] (ranked by time at stake)")

@@ -915,6 +915,12 @@ async function main() {
   renderSummary(r);
   renderOps();
   renderFindings(r);
+  if (src.mode === "server") {
+    // the server sends the Summary's sections (renderer-made, every trace string escaped)
+    // once the analysis is done; a static page has them in place already
+    const sec = await src.get("sections");
+    if (sec && sec.html) $("#summary-sections").innerHTML = sec.html;
+  }
   if ((r.explorer || {}).compare || (ex && ex.diff)) {
     const d = await src.diff();
     if (d) {
