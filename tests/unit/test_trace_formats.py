@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from opscope.trace import load
-from opscope.trace.kineto import to_ns
+from opscope.trace.kineto.times import to_ns
 
 
 @pytest.fixture(autouse=True)

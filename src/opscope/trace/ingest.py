@@ -34,8 +34,8 @@ import pyarrow as pa
 
 from opscope.errors import TraceError
 from opscope.trace import cache as _cache
-from opscope.trace import kineto
-from opscope.trace.kineto import KinetoParse
+from opscope.trace.kineto import file as kineto_file
+from opscope.trace.kineto.columns import KinetoParse
 from opscope.trace.link import Links, link, null_if_negative
 from opscope.trace.model import Trace, TraceMeta
 from opscope.trace.rows import as_int
@@ -158,7 +158,7 @@ def ingest_memory_pool() -> Iterator[None]:
 
 def load_document(doc: Any, origin: str = "<memory>") -> Trace:
     """Build a Trace from an already decoded Kineto document (tests, tools)."""
-    from opscope.trace.kineto import parse_kineto
+    from opscope.trace.kineto.builder import parse_kineto
 
     try:
         parsed = parse_kineto(doc)
@@ -215,8 +215,8 @@ def ingest_file(path: Path, *, max_bytes: int | None = None) -> FilePart:
 
 def parse_file(path: Path, *, max_bytes: int | None = None) -> tuple[KinetoParse, list[str]]:
     """Stream and convert one Kineto file, not linked: its columns and the reader's warnings
-    (large files are converted in worker processes; see :func:`kineto.parse_file`)."""
-    return kineto.parse_file(path, max_bytes=max_bytes)
+    (large files are converted in worker processes; see :func:`kineto_file.parse_file`)."""
+    return kineto_file.parse_file(path, max_bytes=max_bytes)
 
 
 def _to_part(parsed: KinetoParse, warnings: list[str], origin: str) -> FilePart:
@@ -247,7 +247,7 @@ def _event_table(raw: pa.Table, links: Links) -> pa.Table:
 
     def enc(name: str) -> pa.ChunkedArray:
         col = raw.column(name)
-        if pa.types.is_dictionary(col.type):  # encoded by kineto.classify_table
+        if pa.types.is_dictionary(col.type):  # encoded by kineto.classify.classify_table
             return col
         return one(col.combine_chunks().dictionary_encode())
 

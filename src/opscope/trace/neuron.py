@@ -81,7 +81,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from opscope.errors import TraceError
-from opscope.trace.kineto import _FLOW_SCHEMA, KinetoParse
+from opscope.trace.kineto.columns import FLOW_SCHEMA, KinetoParse
 from opscope.trace.link import link
 from opscope.trace.model import NeuronTables, Trace, TraceMeta
 from opscope.trace.rows import as_int
@@ -987,7 +987,7 @@ def link_neuron(table: pa.Table, comp: np.ndarray) -> tuple[pa.Table, dict[str, 
     """Link the Neuron events (see the module docstring) and build the event table."""
     from opscope.trace.ingest import _event_table
 
-    empty_flows = _FLOW_SCHEMA.empty_table()
+    empty_flows = FLOW_SCHEMA.empty_table()
     links = link(table, empty_flows)
     names = np.asarray(table.column("name").to_pylist(), dtype=object)
     source = np.asarray(table.column("source").cast(pa.string()).to_pylist(), dtype=object)
@@ -1300,7 +1300,7 @@ def load_neuron(
         # profile's flow ids are what links a merged profile)
         from opscope.trace.ingest import _event_table
 
-        flows = pa.concat_tables(kineto_flows) if kineto_flows else _FLOW_SCHEMA.empty_table()
+        flows = pa.concat_tables(kineto_flows) if kineto_flows else FLOW_SCHEMA.empty_table()
         events = _event_table(table, link(table, flows))
 
     # ranks: one per (instance, process), unless the framework trace names it
