@@ -10,16 +10,16 @@ import pyarrow as pa
 import pytest
 
 from opscope.errors import TraceError
-from opscope.trace import ingest, load
+from opscope.trace import load, mempool
 from opscope.trace.kineto import file as kineto_file
 
 
 def test_switch_is_nested_and_restored() -> None:
     before = pa.default_memory_pool().backend_name
-    with ingest.ingest_memory_pool():
+    with mempool.ingest_memory_pool():
         inside = pa.default_memory_pool().backend_name
         assert inside in ("jemalloc", "system")
-        with ingest.ingest_memory_pool():
+        with mempool.ingest_memory_pool():
             assert pa.default_memory_pool().backend_name == inside
         assert pa.default_memory_pool().backend_name == inside
         arr = pa.array(list(range(1000)))

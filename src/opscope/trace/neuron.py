@@ -81,6 +81,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from opscope.errors import TraceError
+from opscope.trace.events import event_table
+from opscope.trace.kineto import file as kineto_file
 from opscope.trace.kineto.columns import FLOW_SCHEMA, KinetoParse
 from opscope.trace.link import link
 from opscope.trace.model import NeuronTables, Trace, TraceMeta
@@ -985,8 +987,6 @@ def _seq_ids(args: list[str | None], rows: np.ndarray) -> dict[int, int | None]:
 
 def link_neuron(table: pa.Table, comp: np.ndarray) -> tuple[pa.Table, dict[str, int]]:
     """Link the Neuron events (see the module docstring) and build the event table."""
-    from opscope.trace.ingest import _event_table
-
     empty_flows = FLOW_SCHEMA.empty_table()
     links = link(table, empty_flows)
     names = np.asarray(table.column("name").to_pylist(), dtype=object)
@@ -1035,7 +1035,7 @@ def link_neuron(table: pa.Table, comp: np.ndarray) -> tuple[pa.Table, dict[str, 
             op[r] = o
             step[r] = step[o]
             stats["attributed"] += 1
-    return _event_table(table, links), stats
+    return event_table(table, links), stats
 
 
 # -- device tables -----------------------------------------------------------------------------
@@ -1163,8 +1163,6 @@ def load_neuron(
     ``run_neuron_explorer``: for a raw capture without Parquet tables, run ``neuron-explorer
     view`` when it is installed (``$OPSCOPE_NEURON_EXPLORER`` names the binary).
     """
-    from opscope.trace.ingest import parse_file
-
     if not path.exists():
         raise TraceError(f"{path}: no such file or folder")
     root = path / "neuron" if (path / "run.json").is_file() else path
@@ -1272,7 +1270,7 @@ def load_neuron(
     dist_rank: dict[str, int] = {}
     kineto_flows: list[pa.Table] = []
     for f in lay.framework:
-        parsed, w = parse_file(f, max_bytes=max_bytes)
+        parsed, w = kineto_file.parse_file(f, max_bytes=max_bytes)
         warnings.extend(w)
         skipped.update(parsed.skipped)
         if lay.has_profile:
@@ -1298,10 +1296,8 @@ def load_neuron(
     else:
         # a framework trace alone: Kineto linking, its ac2g flows included (the system
         # profile's flow ids are what links a merged profile)
-        from opscope.trace.ingest import _event_table
-
         flows = pa.concat_tables(kineto_flows) if kineto_flows else FLOW_SCHEMA.empty_table()
-        events = _event_table(table, link(table, flows))
+        events = event_table(table, link(table, flows))
 
     # ranks: one per (instance, process), unless the framework trace names it
     events, ranks, rank_origin = _ranks(events, dist_rank)
