@@ -24,7 +24,9 @@ from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.report import analyze
 from opscope.errors import TraceError
 from opscope.trace import load
-from opscope.trace.neuron import check_capture, flow_components, is_neuron_path
+from opscope.trace.neuron.capture import check_capture
+from opscope.trace.neuron.flows import flow_components
+from opscope.trace.neuron.layout import is_neuron_path
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "neuron_fixtures"
 needs_fixtures = pytest.mark.skipif(

@@ -92,10 +92,12 @@ def load(
     # a file is a Neuron profile only as a Parquet table or the legacy system JSON: other
     # files skip the import of the Neuron reader
     if p.is_dir() or p.name.endswith(".parquet") or p.name == "system_profile.json":
-        from opscope.trace import neuron
+        from opscope.trace.neuron.layout import is_neuron_path
 
-        if neuron.is_neuron_path(p):
-            return neuron.load_neuron(p, max_bytes=max_bytes)
+        if is_neuron_path(p):
+            from opscope.trace.neuron.loader import load_neuron
+
+            return load_neuron(p, max_bytes=max_bytes)
     files = find_trace_files(Path(path))
     with ingest_memory_pool():
         parts = _load_files(files, cache, max_bytes, workers)
