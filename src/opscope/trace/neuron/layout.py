@@ -111,22 +111,27 @@ def find_layout(path: Path) -> Layout:
     return lay
 
 
+def profile_layout(path: Path) -> Layout | None:
+    """The layout a folder is read with as a Neuron profile: its own, or for a run folder (with
+    ``run.json``) its ``neuron/`` folder's; None for a run folder without one, or a path that
+    is not a folder."""
+    if not path.is_dir():
+        return None
+    if (path / "run.json").is_file():
+        sub = path / "neuron"
+        return find_layout(sub) if sub.is_dir() else None
+    return find_layout(path)
+
+
 def is_neuron_path(path: Path) -> bool:
-    """Whether :func:`opscope.trace.load` should read ``path`` as a Neuron profile.
+    """Whether :func:`opscope.trace.load` reads ``path`` as a Neuron profile (one of the Neuron
+    formats of :mod:`opscope.trace.formats`).
 
     A Kineto file or a folder of Kineto traces is not; a folder is when it (or a folder under
     it, a few levels deep) holds Neuron Explorer Parquet tables, NEFF/NTFF/``ntrace.pb`` files
     or legacy ``system_profile.json``.  A run folder is when its ``neuron/`` folder holds any.
     """
-    if not path.exists():
-        return False
     if path.is_file():
         return bool(TABLE_FILE.match(path.name)) or path.name == LEGACY_SYSTEM
-    if (path / "run.json").is_file():
-        sub = path / "neuron"
-        if not sub.is_dir():
-            return False
-        lay = find_layout(sub)
-        return bool(lay.system or lay.device or lay.captures or lay.legacy_system)
-    lay = find_layout(path)
-    return bool(lay.system or lay.device or lay.captures or lay.legacy_system)
+    lay = profile_layout(path)
+    return lay is not None and bool(lay.system or lay.device or lay.captures or lay.legacy_system)
