@@ -29,7 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from opscope.analysis.diff import diff_reports
     from opscope.analysis.report import analyze
+    from opscope.cli.prepare import prepare
 
+    prepare(args.a, args.b, command="compare")
     data = diff_reports(analyze(Path(args.a)), analyze(Path(args.b)))
     if args.format == "json":
         import orjson

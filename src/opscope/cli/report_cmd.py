@@ -59,12 +59,14 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
 
 def run(args: argparse.Namespace) -> int:
     from opscope.analysis.report import analyze
+    from opscope.cli.prepare import prepare
     from opscope.errors import OpscopeError
     from opscope.trace import load
 
     steps = parse_steps(args.steps)
     if args.peaks and not Path(args.peaks).is_file():
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
+    prepare(args.path, command="report")
     report = analyze(load(Path(args.path), cache=not args.no_cache), steps=steps, peaks=args.peaks)
     data = report.to_dict()
     if args.format == "text" and args.output is None:

@@ -11,9 +11,11 @@ format of :mod:`opscope.trace.formats`:
   ``ActiveTime``, ``Summary``, ``ExecutionInfo``, ``Warning``... on the device's clock.
 * **A raw capture folder** (``<instance>_pid_<pid>/<timestamp>/``: ``trace.json``,
   ``ntrace.pb``, ``trace_info.pb``, ``*.neff``, ``*.ntff``): NEFF and NTFF files are paired by
-  their numeric id; ``trace.json`` (the Kineto framework trace) is read; when
-  ``neuron-explorer`` is on PATH its ``view`` is run (with a timeout) to produce the Parquet
-  tables, else a warning gives the exact command.
+  their numeric id; ``trace.json`` (the Kineto framework trace) is read; the Parquet tables
+  come from ``neuron-explorer view``, which loading never runs: they are read where that
+  command writes them (``explorer/`` beside the ``<instance>_pid_<pid>`` folders), and without
+  them a warning gives the exact command (the CLI runs it before loading:
+  :mod:`opscope.capture.neuron_explorer`).
 * **Legacy JSON** (``--output-format json``): ``system_profile.json`` (events) and
   ``device_profile_model_<id>.json`` (old device summary and instructions, kept as tables).
 * A folder holding any of these (``explorer/``, ``capture/``), or a run folder with ``neuron/``:

@@ -1,6 +1,10 @@
-"""Raw capture folders: NEFF/NTFF pairing (:func:`check_capture`) and the ``neuron-explorer
-view`` command that turns a capture into Parquet tables (:func:`explorer_command`), with where
-it writes them (:func:`explorer_target`) and a run of it (:func:`run_explorer`)."""
+"""Raw capture folders: NEFF/NTFF pairing (:func:`check_capture`), the ``neuron-explorer view``
+command that turns a capture into Parquet tables (:func:`explorer_command`), where it writes
+them (:func:`explorer_target`) and which runs a path still needs (:func:`conversions`).
+
+Nothing here runs the command: loading reads what it wrote, and the step that runs it is
+:mod:`opscope.capture.neuron_explorer`.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,13 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opscope.trace.neuron.layout import Layout, find_layout, profile_layout
+
 EXPLORER_ENV = "OPSCOPE_NEURON_EXPLORER"  # path of the neuron-explorer binary (default: PATH)
-EXPLORER_TIMEOUT_S = 600.0
 _NEFF = re.compile(r"^neff_(\d+)(?:_vnc_\d+)?\.neff$")
 _NTFF_MODEL = re.compile(r"^(\d+)_instid_\d+_vnc_\d+\.ntff$")
 _PID_FOLDER = re.compile(r"^(?P<instance>.+)_pid_(?P<pid>\d+)$")
@@ -118,9 +122,19 @@ def check_capture(folder: Path) -> CaptureCheck:
     return c
 
 
+def explorer_executable() -> str:
+    """``$OPSCOPE_NEURON_EXPLORER``, else ``neuron-explorer`` (found on PATH)."""
+    return os.environ.get(EXPLORER_ENV) or "neuron-explorer"
+
+
+def explorer_on_path() -> bool:
+    """Whether :func:`explorer_executable` names a program that can be found (nothing is run)."""
+    return shutil.which(explorer_executable()) is not None
+
+
 def explorer_command(capture: Path, out: Path) -> list[str]:
     """The ``neuron-explorer view`` command that turns a capture folder into Parquet tables."""
-    exe = os.environ.get(EXPLORER_ENV) or "neuron-explorer"
+    exe = explorer_executable()
     return [exe, "view", "-d", str(capture), "--ingest-only", "--data-path", str(out)]
 
 
@@ -128,6 +142,11 @@ def capture_root(folder: Path) -> Path:
     """The ``<instance>_pid_<pid>`` folder above a session folder, else the folder itself:
     neuron-explorer finds the framework trace next to the runtime files there."""
     return folder.parent if _PID_FOLDER.match(folder.parent.name) else folder
+
+
+def capture_roots(lay: Layout) -> list[Path]:
+    """The capture roots (:func:`capture_root`) of a layout's capture folders, sorted."""
+    return sorted({capture_root(c) for c in lay.captures})
 
 
 def explorer_target(capture: Path) -> Path:
@@ -142,25 +161,46 @@ def explorer_target(capture: Path) -> Path:
     return cache_dir().parent / "neuron" / root.name / "explorer"
 
 
-def run_explorer(capture: Path, out: Path, timeout_s: float = EXPLORER_TIMEOUT_S) -> str | None:
-    """Run ``neuron-explorer view`` on a capture folder; None on success, else why not."""
-    cmd = explorer_command(capture, out)
-    if shutil.which(cmd[0]) is None:
-        return "not found"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout_s, check=False, stdin=None
-        )
-    except subprocess.TimeoutExpired:
-        return f"timed out after {timeout_s:.0f} s"
-    except OSError as exc:
-        return f"could not run ({exc})"
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout or "").strip().splitlines()
-        return f"exit code {proc.returncode}" + (f": {tail[-1][:200]}" if tail else "")
-    return None
-
-
 def shell_text(cmd: list[str]) -> str:
     return " ".join(shlex.quote(c) for c in cmd)
+
+
+def converted(target: Path) -> Layout | None:
+    """The Parquet profiles ``neuron-explorer view`` wrote into ``target``, or None when it
+    holds none (not run yet, or failed)."""
+    if not target.is_dir():
+        return None
+    lay = find_layout(target)
+    return lay if lay.system or lay.device else None
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """One ``neuron-explorer view`` run a raw capture needs: the capture root (an
+    ``<instance>_pid_<pid>`` folder) and where the tables go."""
+
+    capture: Path
+    target: Path
+
+    @property
+    def command(self) -> list[str]:
+        return explorer_command(self.capture, self.target)
+
+
+def pending(lay: Layout) -> list[Conversion]:
+    """The runs a layout's raw captures need: one per capture root when the layout holds no
+    system profile (Parquet or legacy JSON), all writing where the first capture's tables go
+    (:func:`explorer_target`); none once that holds tables."""
+    if not lay.captures or lay.has_profile:
+        return []
+    target = explorer_target(lay.captures[0])
+    if converted(target) is not None:
+        return []
+    return [Conversion(root, target) for root in capture_roots(lay)]
+
+
+def conversions(path: Path) -> list[Conversion]:
+    """The ``neuron-explorer view`` runs ``path`` needs before its Neuron tables can be read
+    (see :func:`pending`); none for a path that is not a raw Neuron capture."""
+    lay = profile_layout(path)
+    return pending(lay) if lay is not None else []

@@ -16,18 +16,19 @@ from opscope.trace.kineto.columns import FLOW_SCHEMA
 from opscope.trace.link import link
 from opscope.trace.model import NeuronTables, Trace, TraceMeta
 from opscope.trace.neuron.capture import (
-    EXPLORER_TIMEOUT_S,
     capture_root,
+    capture_roots,
     check_capture,
+    converted,
     explorer_command,
+    explorer_on_path,
     explorer_target,
-    run_explorer,
     shell_text,
 )
 from opscope.trace.neuron.columns import Raw, to_table
 from opscope.trace.neuron.device import add_host_time, device_name, device_offset, stack_profiles
 from opscope.trace.neuron.framework import kineto_rows, merge_framework
-from opscope.trace.neuron.layout import find_layout
+from opscope.trace.neuron.layout import Layout, find_layout
 from opscope.trace.neuron.legacy import legacy_device, legacy_system
 from opscope.trace.neuron.link import link_neuron
 from opscope.trace.neuron.schema import SCHEMA_VERSION, SYSTEM_TABLE, WARNING_PREFIX
@@ -46,18 +47,14 @@ def _first(t: pa.Table | None, col: str) -> Any:
     return None
 
 
-def load_neuron(
-    path: Path,
-    *,
-    max_bytes: int | None = None,
-    run_neuron_explorer: bool = True,
-    timeout_s: float = EXPLORER_TIMEOUT_S,
-) -> Trace:
-    """Read a Neuron profile (see the module docstring) into a :class:`Trace` with
+def load_neuron(path: Path, *, max_bytes: int | None = None) -> Trace:
+    """Read a Neuron profile (see :mod:`opscope.trace.neuron`) into a :class:`Trace` with
     ``trace.neuron`` holding the Neuron tables.
 
-    ``run_neuron_explorer``: for a raw capture without Parquet tables, run ``neuron-explorer
-    view`` when it is installed (``$OPSCOPE_NEURON_EXPLORER`` names the binary).
+    A raw capture's Parquet tables are read where ``neuron-explorer view`` writes them
+    (:func:`~.capture.explorer_target`); without them the framework side is read and a
+    warning gives the command, or, with no framework trace either, :class:`TraceError` does.
+    Nothing is run and nothing written.
     """
     if not path.exists():
         raise TraceError(f"{path}: no such file or folder")
@@ -73,51 +70,17 @@ def load_neuron(
         "system_profiles": [],
         "device_profiles": [],
     }
-    # raw captures: pairing, then neuron-explorer when there are no tables yet
+    # raw captures: pairing, then the tables neuron-explorer view wrote for them, if any
     for cap in lay.captures:
         chk = check_capture(cap)
         for prob in chk.problems:
             neuron_info["capture_problems"].append({**prob, "folder": str(cap)})
     if lay.captures and not lay.has_profile:
-        explorer_out = explorer_target(lay.captures[0])
-        roots = sorted({capture_root(c) for c in lay.captures})
-        ran: list[str] = []
-        for cap_root in roots:
-            cmd = explorer_command(cap_root, explorer_out)
-            why = run_explorer(cap_root, explorer_out, timeout_s) if run_neuron_explorer else "off"
-            if why is None:
-                ran.append(shell_text(cmd))
-                continue
-            reason = (
-                "neuron-explorer is not on PATH"
-                if why == "not found"
-                else "not run"
-                if why == "off"
-                else f"neuron-explorer view failed ({why})"
-            )
-            msg = (
-                f"{WARNING_PREFIX}{cap_root}: raw Neuron capture without processed tables; "
-                f"{reason}. Run: {shell_text(cmd)} - then opscope report {explorer_out}"
-            )
-            warnings.append(msg)
-            neuron_info["capture_problems"].append(
-                {
-                    "code": "NOT_PROCESSED",
-                    "message": msg[len(WARNING_PREFIX) :],
-                    "files": [],
-                    "folder": str(cap_root),
-                    "command": shell_text(cmd),
-                }
-            )
-        if ran:
-            neuron_info["neuron_explorer"] = ran
-            again = find_layout(explorer_out)
-            lay.system, lay.device = again.system, again.device
+        _converted_or_command(lay, warnings, neuron_info)
     if not lay.has_profile and not lay.framework:
         if lay.captures:
-            command = shell_text(
-                explorer_command(capture_root(lay.captures[0]), explorer_target(lay.captures[0]))
-            )
+            target = explorer_target(lay.captures[0])
+            command = shell_text(explorer_command(capture_root(lay.captures[0]), target))
             raise TraceError(
                 f"{path}: Neuron capture with protobuf/NTFF files only and no framework "
                 f"trace; neuron-explorer view is needed to read it: {command}"
@@ -306,6 +269,40 @@ def load_neuron(
         schema_version=schema_version if isinstance(schema_version, str) else None,
     )
     return trace
+
+
+def _converted_or_command(lay: Layout, warnings: list[str], info: dict[str, Any]) -> None:
+    """A raw capture without tables under the path: take the ones ``neuron-explorer view``
+    wrote where it writes them, else warn (and record for the profile-quality rule) with the
+    command to run for each capture root."""
+    target = explorer_target(lay.captures[0])
+    roots = capture_roots(lay)
+    done = converted(target)
+    if done is not None:
+        info["neuron_explorer"] = [shell_text(explorer_command(r, target)) for r in roots]
+        lay.system, lay.device = done.system, done.device
+        return
+    reason = (
+        "neuron-explorer view has not written them (loading never runs it)"
+        if explorer_on_path()
+        else "neuron-explorer is not on PATH"
+    )
+    for cap_root in roots:
+        cmd = shell_text(explorer_command(cap_root, target))
+        msg = (
+            f"{WARNING_PREFIX}{cap_root}: raw Neuron capture without processed tables; "
+            f"{reason}. Run: {cmd} - then opscope report {target}"
+        )
+        warnings.append(msg)
+        info["capture_problems"].append(
+            {
+                "code": "NOT_PROCESSED",
+                "message": msg[len(WARNING_PREFIX) :],
+                "files": [],
+                "folder": str(cap_root),
+                "command": cmd,
+            }
+        )
 
 
 def _ranks(
