@@ -33,7 +33,7 @@ class KinetoBuilder:
     def add(self, events: list[Any], strict: bool = False) -> None:
         """Convert one run of decoded events.
 
-        ``strict``: raise :class:`NeedsQuoting` (before changing any state) when the run's
+        ``strict``: raise :class:`~.times.NeedsQuoting` (before changing any state) when the run's
         timestamps need decoding from text; the caller decodes the run again with them quoted.
         """
         if events:

@@ -118,8 +118,8 @@ def _flow_batch(flows: Rows, ts: np.ndarray, bad: np.ndarray) -> tuple[pa.Record
 class RunParts:
     """One run of events converted without any cross-run state (a worker process can do it).
 
-    :meth:`KinetoBuilder.merge` applies it: the stateful parts (B/E matching, names, the order
-    in which skip reasons are first counted) are replayed there, in file order.
+    :meth:`~.builder.KinetoBuilder.merge` applies it: the stateful parts (B/E matching, names,
+    the order in which skip reasons are first counted) are replayed there, in file order.
     """
 
     count: int  # events in the run, objects or not
@@ -135,7 +135,7 @@ class RunParts:
 
 
 def convert_run(events: list[Any], strict: bool = False) -> RunParts:
-    """Convert one run of decoded events (see :meth:`KinetoBuilder.add`)."""
+    """Convert one run of decoded events (see :meth:`~.builder.KinetoBuilder.add`)."""
     count = len(events)
     dropped = 0
     if not all(type(e) is dict for e in events):

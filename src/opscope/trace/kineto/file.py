@@ -74,7 +74,8 @@ def _typed_tail(
     rest: bytes, form: str, quote: bool
 ) -> tuple[RunParts, int, dict[str, Any], bool] | None:
     """The tail through the typed decoder: ``(parts, events, keys after the array, quoted)``,
-    or None when it does not fit (cut short, unusual values): :func:`decode_tail` decides."""
+    or None when it does not fit (cut short, unusual values):
+    :func:`~opscope.trace.jsonstream.decode_tail` decides."""
     from opscope.trace.jsonstream import loads
 
     meta: dict[str, Any] = {}

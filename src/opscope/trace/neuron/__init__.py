@@ -24,10 +24,11 @@ format of :mod:`opscope.trace.formats`:
 Modules: :mod:`.schema` (the documented tables and event names), :mod:`.layout` (what a path
 holds), :mod:`.tables` (Parquet tables, checked against the schema), :mod:`.capture` (NEFF/NTFF
 pairing, the ``neuron-explorer view`` command), :mod:`.columns` (raw event columns and their
-table in time order), :mod:`.system` (``SystemProfileEvents`` -> events), :mod:`.legacy`
-(legacy JSON), :mod:`.framework` (a framework trace merged onto the system profile's clock),
-:mod:`.link` (flow components, launches, ops), :mod:`.device` (device tables: clock, stacking,
-device name), :mod:`.loader` (all of them -> a :class:`~opscope.trace.model.Trace`).
+table in time order), :mod:`.flows` (the components of the ``flow_id`` graph),
+:mod:`.system` (``SystemProfileEvents`` -> events), :mod:`.legacy` (legacy JSON),
+:mod:`.framework` (a framework trace merged onto the system profile's clock), :mod:`.link`
+(launches and ops), :mod:`.device` (device tables: clock, stacking, device name),
+:mod:`.loader` (all of them -> a :class:`~opscope.trace.model.Trace`).
 
 Clocks: the system profile's CPU clock (Unix ns) is the reference; Neuron already moved hardware
 timestamps onto it.  A framework ``trace.json`` is matched to the system profile's framework

@@ -41,7 +41,8 @@ class Raw:
     def add_kineto(
         self, k: dict[str, list[Any]], j: int, *, shift: int, lane: str, instance: str
     ) -> None:
-        """Row ``j`` of a Kineto trace's columns (:func:`kineto_rows`), moved by ``shift`` ns."""
+        """Row ``j`` of a Kineto trace's columns (:func:`~.framework.kineto_rows`), moved by
+        ``shift`` ns."""
         self.cat.append(k["cat"][j])
         self.name.append(k["name"][j])
         self.pid.append(k["pid"][j])

@@ -1,4 +1,4 @@
-"""Linking the Neuron events: flow components, launches of hardware executions, their ops.
+"""Linking the Neuron events: the launches of hardware executions and their ops.
 
 * ``correlation``: the event's flow component (:mod:`.flows`), set before linking.
 * ``launch_id`` of a hardware execution: the runtime execute call of its component
