@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from opscope.trace import kineto, rows
-from opscope.trace.kineto import KinetoParse
+from opscope.trace import rows
+from opscope.trace.kineto import convert as kineto_convert
+from opscope.trace.kineto import file as kineto_file
+from opscope.trace.kineto.columns import KinetoParse
 
 
 def assert_same_parse(a: KinetoParse, b: KinetoParse, same_args_text: bool = False) -> None:
@@ -48,7 +50,7 @@ def _refuse(*args: Any, **kwargs: Any) -> Any:
 
 def _count(monkeypatch: pytest.MonkeyPatch, name: str) -> TypedCount:
     c = TypedCount()
-    real = getattr(kineto, name)
+    real = getattr(kineto_convert, name)
 
     def counting(piece: bytes) -> Any:
         try:
@@ -59,14 +61,14 @@ def _count(monkeypatch: pytest.MonkeyPatch, name: str) -> TypedCount:
         c.typed += 1
         return parts
 
-    monkeypatch.setattr(kineto, name, counting)
+    monkeypatch.setattr(kineto_convert, name, counting)
     return c
 
 
 def count_typed(monkeypatch: pytest.MonkeyPatch) -> TypedCount:
     """Count the typed (msgspec) decoder's outcomes from now on (in this process), with the C
     scanner switched off so that every run meets the typed decoder first."""
-    monkeypatch.setattr(kineto, "convert_native", _refuse)
+    monkeypatch.setattr(kineto_convert, "convert_native", _refuse)
     return _count(monkeypatch, "convert_typed")
 
 
@@ -79,8 +81,8 @@ def parse_typed_only(path: Path, monkeypatch: pytest.MonkeyPatch) -> KinetoParse
     """``path`` parsed in this process with the C scanner refusing every run (the typed
     decoder, then dicts, read them)."""
     with monkeypatch.context() as m:
-        m.setattr(kineto, "convert_native", _refuse)
-        parsed, _ = kineto.parse_file(path, workers=0)
+        m.setattr(kineto_convert, "convert_native", _refuse)
+        parsed, _ = kineto_file.parse_file(path, workers=0)
     return parsed
 
 
@@ -88,9 +90,9 @@ def parse_dict_only(path: Path, monkeypatch: pytest.MonkeyPatch) -> KinetoParse:
     """``path`` parsed in this process with the C scanner and the typed decoder refusing
     every run."""
     with monkeypatch.context() as m:
-        m.setattr(kineto, "convert_native", _refuse)
-        m.setattr(kineto, "convert_typed", _refuse)
-        parsed, _ = kineto.parse_file(path, workers=0)
+        m.setattr(kineto_convert, "convert_native", _refuse)
+        m.setattr(kineto_convert, "convert_typed", _refuse)
+        parsed, _ = kineto_file.parse_file(path, workers=0)
     return parsed
 
 

@@ -517,13 +517,13 @@ def test_cache_reopen_is_faster() -> None:
 def test_typed_decoder_matches_dicts(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The typed decoder (structs, raw args) gives the dict decoder's table on every trace,
     and reads every run of them itself (none handed to the dict decoder)."""
-    from opscope.trace import kineto
+    from opscope.trace.kineto import file as kineto_file
     from trace_checks import assert_same_parse, count_typed, parse_dict_only
 
     _need_shared()
     path = SHARED / rel
     count = count_typed(monkeypatch)
-    typed, _ = kineto.parse_file(path, workers=0)
+    typed, _ = kineto_file.parse_file(path, workers=0)
     plain = parse_dict_only(path, monkeypatch)
     assert count.typed and not count.refused
     assert_same_parse(typed, plain)
@@ -533,7 +533,8 @@ def test_typed_decoder_matches_dicts(rel: str, monkeypatch: pytest.MonkeyPatch) 
 def test_c_scanner_matches_typed_and_dicts(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The C scanner reads every run of every shared trace itself and gives the typed
     decoder's table (``args`` text included) and the dict decoder's."""
-    from opscope.trace import kineto, native
+    from opscope.trace import native
+    from opscope.trace.kineto import file as kineto_file
     from trace_checks import assert_same_parse, count_native, parse_dict_only, parse_typed_only
 
     _need_shared()
@@ -541,7 +542,7 @@ def test_c_scanner_matches_typed_and_dicts(rel: str, monkeypatch: pytest.MonkeyP
         pytest.skip("the C scanner is not built (no C compiler at install)")
     path = SHARED / rel
     count = count_native(monkeypatch)
-    scanned, _ = kineto.parse_file(path, workers=0)
+    scanned, _ = kineto_file.parse_file(path, workers=0)
     assert count.typed and not count.refused
     assert_same_parse(scanned, parse_typed_only(path, monkeypatch), same_args_text=True)
     assert_same_parse(scanned, parse_dict_only(path, monkeypatch))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from opscope.trace import load
-from opscope.trace.kineto import NOT_JSON
+from opscope.trace.kineto.file import NOT_JSON
 
 
 def test_record_function_name_with_quotes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,9 @@ from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.report import analyze
 from opscope.errors import TraceError
 from opscope.trace import load
-from opscope.trace.neuron import check_capture, flow_components, is_neuron_path
+from opscope.trace.neuron.capture import check_capture
+from opscope.trace.neuron.flows import flow_components
+from opscope.trace.neuron.layout import is_neuron_path
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "neuron_fixtures"
 needs_fixtures = pytest.mark.skipif(
@@ -201,25 +203,103 @@ def test_raw_capture_without_explorer_reads_framework_and_says_what_to_run(
     assert next(f for f in found if "not processed" in f["title"])["severity"] == "high"
 
 
-@needs_fixtures
-@pytest.mark.skipif(sys.platform == "win32", reason="shell script as a fake binary")
-def test_raw_capture_runs_neuron_explorer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # a stand-in for neuron-explorer: copies the fixture's processed tables to --data-path
+def _fake_explorer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in for neuron-explorer: notes each run in ``ran.txt`` and copies the fixture's
+    processed tables to --data-path."""
     fake = tmp_path / "neuron-explorer"
     src = FIXTURES / "builtin" / "explorer"
     fake.write_text(
         "#!/bin/sh\n"
+        f'echo "$@" >> "{tmp_path / "ran.txt"}"\n'
         'while [ "$#" -gt 0 ]; do if [ "$1" = "--data-path" ]; then out="$2"; fi; shift; done\n'
         f'mkdir -p "$out/profiles/global" && cp -r "{src}"/* "$out/profiles/global/"\n'
     )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("OPSCOPE_NEURON_EXPLORER", str(fake))
+    return tmp_path / "ran.txt"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="shell script as a fake binary")
+def test_load_never_runs_neuron_explorer_and_names_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = _fake_explorer(tmp_path, monkeypatch)
+    s = _capture(tmp_path, {"ntrace.pb": b"p", "trace_info.pb": b"i"}, trace=False)
+    with pytest.raises(TraceError) as err:
+        load(tmp_path / "out")
+    msg = str(err.value)
+    assert "\n" not in msg and "neuron-explorer view is needed" in msg
+    assert f"{tmp_path / 'neuron-explorer'} view -d {s.parent} --ingest-only" in msg
+    assert not ran.exists() and not (tmp_path / "out" / "explorer").exists()
+
+
+@needs_fixtures
+@pytest.mark.skipif(sys.platform == "win32", reason="shell script as a fake binary")
+def test_load_of_an_unconverted_capture_warns_with_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = _fake_explorer(tmp_path, monkeypatch)
     _capture(tmp_path, {"ntrace.pb": b"p", "trace_info.pb": b"i"})
     t = load(tmp_path / "out")
-    assert t.meta.extra["neuron"]["neuron_explorer"]
-    row = analyze(t).ops.row("aten::_fused_rms_norm")
-    assert row is not None and row.device_self_us == pytest.approx(403.296)
+    assert not ran.exists() and not (tmp_path / "out" / "explorer").exists()
+    (w,) = [w for w in t.meta.warnings if "Run: " in w]
+    assert "neuron-explorer view has not written them (loading never runs it)" in w
+    assert f"{tmp_path / 'neuron-explorer'} view -d " in w and "--ingest-only" in w
+    assert "neuron_explorer" not in t.meta.extra["neuron"]
+
+
+@needs_fixtures
+@pytest.mark.skipif(sys.platform == "win32", reason="shell script as a fake binary")
+def test_the_conversion_step_runs_neuron_explorer_and_load_reads_its_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opscope.capture.neuron_explorer import convert
+
+    ran = _fake_explorer(tmp_path, monkeypatch)
+    session = _capture(tmp_path, {"ntrace.pb": b"p", "trace_info.pb": b"i"})
+    said: list[str] = []
+    (outcome,) = convert(tmp_path / "out", say=said.append)
+    assert outcome.error is None and "--ingest-only" in outcome.command
+    assert len(ran.read_text().splitlines()) == 1 and len(said) == 1
     assert (tmp_path / "out" / "explorer" / "profiles").is_dir()
+    assert convert(tmp_path / "out") == []  # converted: nothing more to run
+    for path in (tmp_path / "out", session.parent, session):  # the tables outside the path too
+        t = load(path)
+        row = analyze(t).ops.row("aten::_fused_rms_norm")
+        assert row is not None and row.device_self_us == pytest.approx(403.296)
+        assert not [w for w in t.meta.warnings if "Run: " in w]
+    assert t.meta.extra["neuron"]["neuron_explorer"]  # read from where the command wrote
+    assert len(ran.read_text().splitlines()) == 1
+
+
+@needs_fixtures
+@pytest.mark.skipif(sys.platform == "win32", reason="shell script as a fake binary")
+def test_opscope_report_converts_a_raw_capture_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from opscope.cli.main import main
+
+    ran = _fake_explorer(tmp_path, monkeypatch)
+    _capture(tmp_path, {"ntrace.pb": b"p", "trace_info.pb": b"i"})
+    assert main(["report", str(tmp_path / "out"), "--format", "json", "--no-cache"]) == 0
+    out, err = capsys.readouterr()
+    assert "opscope report: converting the Neuron capture" in err
+    assert len(ran.read_text().splitlines()) == 1
+    data = json.loads(out)
+    assert not [f for f in data["findings"] if "not processed" in f["title"]]
+
+
+def test_the_conversion_step_without_neuron_explorer_runs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opscope.capture.neuron_explorer import convert
+
+    monkeypatch.setenv("OPSCOPE_NEURON_EXPLORER", str(tmp_path / "no-such-neuron-explorer"))
+    _capture(tmp_path, {"ntrace.pb": b"p"}, trace=False)
+    assert convert(tmp_path / "out") == []
+    assert not (tmp_path / "out" / "explorer").exists()
+    (tmp_path / "t.json").write_text('{"traceEvents": []}')
+    assert convert(tmp_path / "t.json") == []  # not a Neuron capture
 
 
 def test_kineto_folder_is_not_neuron(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from opscope.trace import load
-from opscope.trace.kineto import to_ns
+from opscope.trace.kineto.times import to_ns
 
 
 @pytest.fixture(autouse=True)
@@ -401,7 +401,7 @@ def test_folder_of_ranks_by_distributed_info_and_order(tmp_path: Path) -> None:
 def test_parallel_rank_ingest_matches_serial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import opscope.trace.ingest as ingest
+    from opscope.trace.formats import kineto_json
 
     folder = tmp_path / "ranks"
     folder.mkdir()
@@ -409,7 +409,7 @@ def test_parallel_rank_ingest_matches_serial(
         evs = [X(f"op{i}", "cpu_op", i * 10, 5) for i in range(50)]
         write(folder / f"rank{rank}.json", {"traceEvents": evs})
     serial = load(folder, cache=False)
-    monkeypatch.setattr(ingest, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(kineto_json, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(kineto_json.os, "cpu_count", lambda: 2)
     parallel = load(folder, cache=False, workers=2)
     assert parallel.events.equals(serial.events)

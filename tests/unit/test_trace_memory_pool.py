@@ -10,15 +10,16 @@ import pyarrow as pa
 import pytest
 
 from opscope.errors import TraceError
-from opscope.trace import ingest, kineto, load
+from opscope.trace import load, mempool
+from opscope.trace.kineto import file as kineto_file
 
 
 def test_switch_is_nested_and_restored() -> None:
     before = pa.default_memory_pool().backend_name
-    with ingest.ingest_memory_pool():
+    with mempool.ingest_memory_pool():
         inside = pa.default_memory_pool().backend_name
         assert inside in ("jemalloc", "system")
-        with ingest.ingest_memory_pool():
+        with mempool.ingest_memory_pool():
             assert pa.default_memory_pool().backend_name == inside
         assert pa.default_memory_pool().backend_name == inside
         arr = pa.array(list(range(1000)))
@@ -30,13 +31,13 @@ def test_load_allocates_from_the_switched_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[str] = []
-    real = kineto.parse_file
+    real = kineto_file.parse_file
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(pa.default_memory_pool().backend_name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(kineto, "parse_file", spy)
+    monkeypatch.setattr(kineto_file, "parse_file", spy)
     before = pa.default_memory_pool().backend_name
     path = tmp_path / "t.json"
     ev = {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opscope.trace import kineto, native
-from opscope.trace.kineto import KinetoParse
+from opscope.trace import native
+from opscope.trace.kineto import file as kineto_file
+from opscope.trace.kineto.columns import KinetoParse
 from trace_checks import (
     KINETO_LIKE,
     TypedCount,
@@ -60,7 +61,7 @@ def count(monkeypatch: pytest.MonkeyPatch) -> TypedCount:
 
 
 def three_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> KinetoParse:
-    scanned, _ = kineto.parse_file(path, workers=0)
+    scanned, _ = kineto_file.parse_file(path, workers=0)
     assert_same_parse(scanned, parse_typed_only(path, monkeypatch), same_args_text=True)
     assert_same_parse(scanned, parse_dict_only(path, monkeypatch))
     return scanned
@@ -142,7 +143,7 @@ def test_ids_the_typed_decoder_refuses(
         X("c", 3, 1, args={"external_id": 5}),
     ]
     path.write_text(json.dumps({"traceEvents": events}))
-    scanned, _ = kineto.parse_file(path, workers=0)
+    scanned, _ = kineto_file.parse_file(path, workers=0)
     assert count.typed == 1
     assert_same_parse(scanned, parse_dict_only(path, monkeypatch))
     assert scanned.events.column("correlation").to_pylist() == [None, None, None]
@@ -294,6 +295,6 @@ def test_generated_events_read_alike(events: list[dict[str, Any]], indent: int |
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
         path = Path(tmp) / "t.json"
         path.write_text(json.dumps({"traceEvents": events}, indent=indent), encoding="utf-8")
-        scanned, _ = kineto.parse_file(path, workers=0)
+        scanned, _ = kineto_file.parse_file(path, workers=0)
         other = parse_typed_only(path, mp)
         assert_same_parse(scanned, other)

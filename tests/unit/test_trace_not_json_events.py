@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from opscope.trace import kineto, load
+from opscope.trace import load
 from opscope.trace.jsonstream import EventStream
-from opscope.trace.kineto import NOT_JSON
+from opscope.trace.kineto import file as kineto_file
+from opscope.trace.kineto.file import NOT_JSON
 from opscope.trace.readers import ByteStream
 
 
@@ -76,7 +77,7 @@ def test_broken_events_are_skipped_and_the_rest_kept(
     broken = {i: f'"op{i} "quoted" name"' for i in bad}
     path = _write(tmp_path, n, broken, form)
     for workers in (0, 2):
-        monkeypatch.setattr(kineto, "_workers", lambda w, k=workers: k)
+        monkeypatch.setattr(kineto_file, "_workers", lambda w, k=workers: k)
         t = load(path, cache=False)
         want = [f"op{i}" for i in range(n) if i not in bad]
         assert _names(t) == want

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from opscope.trace import jsonstream, kineto, native, readers
+from opscope.trace import jsonstream, native, readers
+from opscope.trace.kineto import file as kineto_file
 
 
 def _trace(n: int) -> dict[str, object]:
@@ -74,7 +75,7 @@ def _trace(n: int) -> dict[str, object]:
 
 
 def _parse(path: Path, workers: int | None) -> tuple[object, ...]:
-    parsed, warnings = kineto.parse_file(path, workers=workers)
+    parsed, warnings = kineto_file.parse_file(path, workers=workers)
     return (
         parsed.events,
         parsed.flows,
@@ -104,7 +105,7 @@ def test_pooled_matches_sequential(
     monkeypatch.setattr(jsonstream.EventStream.__init__, "__defaults__", (20_000,))
     monkeypatch.setattr(readers.ByteStream.__init__, "__defaults__", (None, 16_384))
     seq = _parse(path, workers=1)
-    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(kineto_file, "PARALLEL_MIN_BYTES", 1)
     submitted: list[str] = []
     real = executor.submit
 

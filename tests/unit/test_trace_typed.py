@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from opscope.trace import kineto
-from opscope.trace.kineto import KinetoParse
+from opscope.trace.kineto import file as kineto_file
+from opscope.trace.kineto.columns import KinetoParse
 from trace_checks import (
     KINETO_LIKE,
     TypedCount,
@@ -39,7 +39,7 @@ def both(
 ) -> tuple[KinetoParse, KinetoParse]:
     path = tmp_path / "t.json"
     path.write_text(text, encoding="utf-8")
-    typed, _ = kineto.parse_file(path, workers=0)
+    typed, _ = kineto_file.parse_file(path, workers=0)
     plain = parse_dict_only(path, monkeypatch)
     assert_same_parse(typed, plain)
     return typed, plain
@@ -141,7 +141,7 @@ def test_sub_nanosecond_digits_round_half_up_from_the_text(
     dict path rounds the double nearest to it (1.000499999... -> 1000 ns)."""
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": [X("a", 1.0005, 1), X("b", 2.0004, 1)]}))
-    typed, _ = kineto.parse_file(path, workers=0)
+    typed, _ = kineto_file.parse_file(path, workers=0)
     plain = parse_dict_only(path, monkeypatch)
     assert count.typed == 1
     assert typed.events.column("start_ns").to_pylist() == [1001, 2000]
@@ -168,7 +168,7 @@ def test_big_file_through_runs_and_tail(
     from opscope.trace.jsonstream import EventStream
     from opscope.trace.readers import ByteStream
 
-    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(kineto_file, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(EventStream.__init__, "__defaults__", (32 << 10,))
     monkeypatch.setattr(ByteStream.__init__, "__defaults__", (None, 32 << 10))
     events = [
@@ -179,9 +179,9 @@ def test_big_file_through_runs_and_tail(
         path = tmp_path / f"{form}.json"
         path.write_text(json.dumps(doc, indent=2))
         before = count.typed
-        typed, _ = kineto.parse_file(path, workers=0)
+        typed, _ = kineto_file.parse_file(path, workers=0)
         assert count.typed - before > 8  # the runs and the tail
-        pooled, _ = kineto.parse_file(path, workers=2)
+        pooled, _ = kineto_file.parse_file(path, workers=2)
         plain = parse_dict_only(path, monkeypatch)
         assert_same_parse(typed, plain)
         assert_same_parse(pooled, plain)
@@ -255,7 +255,7 @@ def test_decimal_text_converts_as_to_ns(items: list[tuple[str, int, str | None]]
     (or declines, and the per-value path runs)."""
     import pyarrow as pa
 
-    from opscope.trace.kineto import _decimal_text_ns, to_ns
+    from opscope.trace.kineto.times import _decimal_text_ns, to_ns
 
     texts = [f"{s}{w}" + ("" if f is None else f".{f}") for s, w, f in items]
     got = _decimal_text_ns(pa.array(texts))

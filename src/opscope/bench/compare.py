@@ -341,6 +341,7 @@ def _profile_variant(
     schedule: dict[str, int] = SCHEDULE,
 ) -> None:
     from opscope.analysis.report import analyze
+    from opscope.capture.neuron_explorer import convert
     from opscope.capture.session import profile
 
     stage = "profile"
@@ -361,6 +362,7 @@ def _profile_variant(
                 session.step()
         o.run_dir = str(session.run_dir)
         stage = "analysis"
+        convert(session.run_dir)  # a Neuron capture's tables (when neuron-explorer is installed)
         report = analyze(session.run_dir)
         measured = [s for s in report.steps if s.device_ops or s.cpu_us]
         if measured:

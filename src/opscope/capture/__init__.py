@@ -8,6 +8,7 @@ Imports torch lazily; importing this package does not import torch (``profile`` 
 - :mod:`.session`: ``profile(...)``, the context manager
 - :mod:`.compile_metrics`: ``watch_compile()``, compile time measured outside the profile
 - :mod:`.neuron`: ``torch_neuronx.profiling`` wiring for the ``neuron`` device
+- :mod:`.neuron_explorer`: ``neuron-explorer view`` on a raw Neuron capture, before loading
 - :mod:`.runfolder`: run folder naming, atomic JSON, ``run.json`` reading
 """
 

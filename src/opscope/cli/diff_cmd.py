@@ -30,8 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from opscope.cli.prepare import prepare
     from opscope.service import Workspace
 
+    prepare(args.a, args.b, command="diff")
     ws = Workspace()
     ws.open(Path(args.a), handle="a")
     ws.open(Path(args.b), handle="b")

@@ -32,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import webbrowser
 
+    from opscope.cli.prepare import prepare
     from opscope.errors import OpscopeError
     from opscope.explorer.data import Session
     from opscope.explorer.server import ExplorerServer
@@ -44,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
             "machine can read the trace",
             file=sys.stderr,
         )
+    prepare(args.path, args.path_b, command="explore")
     session = Session.open(args.path, args.path_b)
     try:
         server = ExplorerServer(session, args.host, args.port)

@@ -215,6 +215,7 @@ def print_reports(run_dirs: list[Path], top: int) -> None:
     from rich.console import Console
 
     from opscope.analysis.report import analyze
+    from opscope.cli.prepare import prepare
     from opscope.render.text import render_to
 
     console = Console(stderr=True)
@@ -223,6 +224,7 @@ def print_reports(run_dirs: list[Path], top: int) -> None:
     for run_dir in run_dirs:
         if not _has_traces(run_dir):
             continue
+        prepare(run_dir, command="profile")
         try:
             data = analyze(run_dir).to_dict()
         except Exception as exc:  # the run folder stays; the report can be made later

@@ -58,12 +58,14 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from opscope.cli.prepare import prepare
     from opscope.errors import OpscopeError
     from opscope.service import Workspace
 
     steps = parse_steps(args.steps)
     if args.peaks and not Path(args.peaks).is_file():
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
+    prepare(args.path, command="report")
     opened = Workspace().open(
         Path(args.path), steps=steps, cache=not args.no_cache, peaks=args.peaks
     )

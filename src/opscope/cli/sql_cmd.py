@@ -49,11 +49,13 @@ def _cell(v: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from opscope.cli.prepare import prepare
     from opscope.errors import OpscopeError
     from opscope.service import Workspace
 
     if args.limit is not None and args.limit < 0:
         raise OpscopeError("--limit must be 0 or more")
+    prepare(args.path, command="sql")
     trace = Workspace().open(args.path, cache=not args.no_cache).trace
     result = trace.sql(args.query)
     limit = args.limit if args.limit is not None else (100 if args.format == "table" else None)

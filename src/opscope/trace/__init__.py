@@ -3,7 +3,9 @@
 Never imports torch: an analyst may read traces without it.
 """
 
-from opscope.trace.ingest import find_trace_files, load, load_document
-from opscope.trace.model import DeviceInfo, Trace, TraceMeta
+from opscope.trace.device import DeviceInfo
+from opscope.trace.formats.kineto_json import find_trace_files
+from opscope.trace.ingest import load, load_document
+from opscope.trace.model import Trace, TraceMeta
 
 __all__ = ["DeviceInfo", "Trace", "TraceMeta", "find_trace_files", "load", "load_document"]

@@ -36,7 +36,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from opscope import __version__
+from opscope._version import __version__
 from opscope.trace.schema import EVENT_SCHEMA, EVENT_SCHEMA_VERSION
 
 
@@ -56,7 +56,8 @@ def _reader_digest() -> str:
     between releases, a development checkout) never serves tables built by the old one."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for name in sorted(p.name for p in [*here.glob("*.py"), *here.glob("*.c")]):
+    files = [*here.rglob("*.py"), *here.rglob("*.c")]  # the subpackages' modules too
+    for name in sorted(p.relative_to(here).as_posix() for p in files):
         h.update(name.encode())
         h.update((here / name).read_bytes())
     return h.hexdigest()[:16]

@@ -1,29 +1,43 @@
-"""Which device a trace's device work ran on, from its categories, names and metadata."""
+"""Which device a trace's device work ran on, from its categories, names and metadata.
+
+Reads the event table and the metadata fields it needs, not a :class:`~opscope.trace.model.Trace`
+(the model imports this module, not the reverse).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
-from opscope.trace.model import DeviceInfo
 
-if TYPE_CHECKING:
-    from opscope.trace.model import Trace
+@dataclass
+class DeviceInfo:
+    """Which device the trace's device work ran on, as far as the trace tells."""
+
+    kind: str  # cpu | cuda | rocm | xpu | mtia | neuron | privateuse1
+    name: str
+    count: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "count": self.count}
 
 
-def detect_device(trace: Trace) -> DeviceInfo:
-    cats = {
-        str(c).lower()
-        for c in pc.unique(trace.events.column("cat").cast("string")).to_pylist()
-        if c
-    }
-    sources = set(pc.unique(trace.events.column("source").cast("string")).to_pylist())
-    props = trace.meta.device_properties
+def detect_device(
+    events: pa.Table, device_properties: list[dict[str, Any]], extra: Mapping[str, Any]
+) -> DeviceInfo:
+    """The device of a trace: its ``events``, and from its metadata the
+    ``device_properties`` and ``extra`` (a ``device_kind`` written at capture wins)."""
+    cats = {str(c).lower() for c in pc.unique(events.column("cat").cast("string")).to_pylist() if c}
+    sources = set(pc.unique(events.column("source").cast("string")).to_pylist())
+    props = device_properties
     name = ""
     if props and isinstance(props[0], dict):
         name = str(props[0].get("name", ""))
-    hinted = trace.meta.extra.get("device_kind")
+    hinted = extra.get("device_kind")
     if isinstance(hinted, str) and hinted:
         return DeviceInfo(kind=hinted, name=name or hinted, count=max(1, len(props)))
     if "neuron_hw" in cats or "neuron_rt" in cats:
@@ -38,9 +52,7 @@ def detect_device(trace: Trace) -> DeviceInfo:
         rocm = any(isinstance(p, dict) and "gcnArchName" in p for p in props) or any(
             n.startswith("hip")
             for n in pc.unique(
-                trace.events.filter(
-                    pc.equal(trace.events.column("source").cast("string"), "runtime")
-                )
+                events.filter(pc.equal(events.column("source").cast("string"), "runtime"))
                 .column("name")
                 .cast("string")
             ).to_pylist()[:200]

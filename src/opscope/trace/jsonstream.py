@@ -42,6 +42,13 @@ _CLOSE_AT = re.compile(rb"\}\s*(?:,|$)")
 # A "ts" whose digits exceed what a double holds exactly (more than 15 significant digits), e.g.
 # Unix-epoch microseconds with a nanosecond part: 1712195495519695.812
 LONG_TS = re.compile(rb'"ts"\s*:\s*(-?\d{13,}\.\d+)')
+# Why a PyTorch execution trace (``nodes`` and ``schema``, no ``traceEvents``) is refused; the
+# file's path goes before it.  opscope.trace.formats.execution_trace refuses one by its first
+# bytes; this reader refuses one met inside a folder of ranks.
+EXECUTION_TRACE_REFUSAL = (
+    "a PyTorch execution trace (graph of ops, no timings), not a Kineto trace; "
+    "pass the Kineto trace recorded beside it"
+)
 
 
 def quote_long_timestamps(data: bytes) -> bytes:
@@ -472,10 +479,7 @@ class EventStream:
         self.meta.update(doc)
         if events is None:
             if "nodes" in doc and "schema" in doc:
-                raise TraceError(
-                    f"{self.origin}: a PyTorch execution trace (graph of ops, no timings), "
-                    "not a Kineto trace; pass the Kineto trace recorded beside it"
-                )
+                raise TraceError(f"{self.origin}: {EXECUTION_TRACE_REFUSAL}")
             raise TraceError(f"{self.origin}: no 'traceEvents' in this JSON object")
         if not isinstance(events, list):
             raise TraceError(f"{self.origin}: 'traceEvents' is not a list")

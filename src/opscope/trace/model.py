@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from opscope.errors import OpscopeError
+from opscope.trace.device import DeviceInfo, detect_device
 
 
 @dataclass
@@ -85,18 +86,6 @@ class TraceMeta:
         )
 
 
-@dataclass
-class DeviceInfo:
-    """Which device the trace's device work ran on, as far as the trace tells."""
-
-    kind: str  # cpu | cuda | rocm | xpu | mtia | neuron | privateuse1
-    name: str
-    count: int = 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "count": self.count}
-
-
 _TABLE_WORDS = {
     "ops": re.compile(r"\bops\b", re.IGNORECASE),
     "kernels": re.compile(r"\bkernels\b", re.IGNORECASE),
@@ -153,9 +142,7 @@ class Trace:
     @property
     def device(self) -> DeviceInfo:
         if self._device is None:
-            from opscope.trace.device import detect_device
-
-            self._device = detect_device(self)
+            self._device = detect_device(self.events, self.meta.device_properties, self.meta.extra)
         return self._device
 
     @property

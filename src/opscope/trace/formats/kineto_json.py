@@ -1,0 +1,134 @@
+"""Kineto / Chrome trace JSON of every era: a trace file, a run folder or a folder of per-rank
+trace files (the fallback format: whatever no other format claims is read as this one, whose
+reader says why a path is not a trace).
+
+A path may be a trace file (``.json``, ``.json.gz``, ``.pt.trace.json[.gz]``, or any name: gzip is
+detected by its magic bytes), a run folder (``run.json`` beside ``trace.json.gz`` or
+``traces/rank<N>.json.gz``) or a folder of per-rank trace files (:func:`find_trace_files`).
+Each file is streamed (:mod:`~opscope.trace.readers`, :mod:`~opscope.trace.jsonstream`),
+converted (:mod:`~opscope.trace.kineto`) and linked (:mod:`~opscope.trace.link`) on its own,
+then the files are stacked with their ranks (:mod:`~opscope.trace.parts`).  Several files are
+ingested in parallel processes.  Each file's table is cached (:mod:`~opscope.trace.cache`)
+unless ``cache=False``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+from opscope.errors import TraceError
+from opscope.trace import cache as _cache
+from opscope.trace.kineto import file as kineto_file
+from opscope.trace.mempool import ingest_memory_pool
+from opscope.trace.model import Trace
+from opscope.trace.parts import RANK_IN_NAME, FilePart, assign_ranks, combine, to_part
+
+NAME = "kineto"
+
+TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
+_NOT_TRACES = ("run.json", "report.json")
+# parallel ingestion pays a process start (about a second of imports) per worker: only worth
+# it when there is enough to parse
+_PARALLEL_MIN_BYTES = 16 << 20
+
+
+def is_trace_file(path: Path) -> bool:
+    name = path.name
+    return path.is_file() and name.endswith((".json", ".json.gz")) and name not in _NOT_TRACES
+
+
+def find_trace_files(path: Path) -> list[Path]:
+    """The trace files a path stands for."""
+    if not path.exists():
+        raise TraceError(f"{path}: no such file or folder")
+    if path.is_file():
+        return [path]
+    ranks = path / "traces"
+    if ranks.is_dir():
+        files = sorted(p for p in ranks.iterdir() if is_trace_file(p))
+        if files:
+            return _rank_sorted(files)
+    for candidate in ("trace.json.gz", "trace.json"):
+        if (path / candidate).is_file():
+            return [path / candidate]
+    files = sorted(p for p in path.iterdir() if is_trace_file(p))
+    if not files:
+        raise TraceError(f"{path}: no trace files (*.json, *.json.gz) in this folder")
+    return _rank_sorted(files)
+
+
+def _rank_sorted(files: list[Path]) -> list[Path]:
+    """rank2 before rank10: numeric order where names carry a rank, else by name."""
+
+    def key(p: Path) -> tuple[int, int, str]:
+        m = RANK_IN_NAME.search(p.name)
+        return (0, int(m.group(1)), p.name) if m else (1, 0, p.name)
+
+    return sorted(files, key=key)
+
+
+def sniff(path: Path) -> bool:
+    """Any file or folder: the fallback (its reader says what is wrong with a path that holds
+    no trace)."""
+    return path.is_file() or path.is_dir()
+
+
+def load(
+    path: Path, *, cache: bool = True, max_bytes: int | None = None, workers: int | None = None
+) -> Trace:
+    """The trace files ``path`` stands for (:func:`find_trace_files`), each through the cache,
+    stacked with their ranks."""
+    files = find_trace_files(path)
+    with ingest_memory_pool():
+        parts = _load_files(files, cache, max_bytes, workers)
+        ranks = assign_ranks(files, parts)
+        return combine(files, parts, ranks)
+
+
+def _load_files(
+    files: list[Path], cache: bool, max_bytes: int | None, workers: int | None
+) -> list[FilePart]:
+    n_cpu = os.cpu_count() or 1
+    limit = min(len(files), workers or n_cpu, n_cpu)
+    total = 0
+    for f in files:
+        with contextlib.suppress(OSError):
+            total += f.stat().st_size
+    if limit < 2 or total < _PARALLEL_MIN_BYTES:
+        return [load_file(f, cache=cache, max_bytes=max_bytes) for f in files]
+    # spawn, not fork: the parent may hold Arrow/DuckDB threads, which fork does not copy
+    with ProcessPoolExecutor(max_workers=limit, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(load_file, f, cache=cache, max_bytes=max_bytes) for f in files]
+        return [fut.result() for fut in futures]
+
+
+def load_file(path: Path, *, cache: bool = True, max_bytes: int | None = None) -> FilePart:
+    """One trace file -> its :class:`FilePart`, through the cache when ``cache``."""
+    key = None
+    if cache:
+        try:
+            key = _cache.content_key(path)
+        except OSError:
+            key = None  # unreadable: ingest_file reports it properly
+        if key is not None:
+            hit = _cache.get(key)
+            if hit is not None:
+                table, meta = hit
+                meta = dict(meta)
+                meta["paths"] = [str(path)]
+                meta["cached"] = True
+                return FilePart(table, meta)
+    part = ingest_file(path, max_bytes=max_bytes)
+    if key is not None:
+        _cache.put(key, part.table, part.meta)
+    return part
+
+
+def ingest_file(path: Path, *, max_bytes: int | None = None) -> FilePart:
+    """Stream, convert and link one trace file (no cache)."""
+    parsed, warnings = kineto_file.parse_file(path, max_bytes=max_bytes)
+    return to_part(parsed, warnings, str(path))
