@@ -23,16 +23,6 @@ FRONT_ENDS = (
 # What the renderers may import from opscope: themselves, analysis data, the errors.
 RENDERERS_MAY_IMPORT = ("opscope.render", "opscope.analysis", "opscope.errors")
 
-# Import cycles being removed elsewhere in the same rework; each entry is a pair of modules
-# whose imports of each other are ignored by test_no_import_cycles.  Empty it as they go.
-KNOWN_CYCLES_TO_REMOVE: tuple[tuple[str, str], ...] = (
-    # ingest dispatches Neuron profiles to neuron, which calls back into ingest's parsers
-    ("opscope.trace.ingest", "opscope.trace.neuron"),
-    # the Trace detects its device, the device module reads the Trace
-    ("opscope.trace.device", "opscope.trace.model"),
-    # the cache key reads __version__ from the top package, which names the trace API
-    ("opscope.trace.cache", "opscope"),
-)
 
 
 def _within(module: str, packages: tuple[str, ...]) -> bool:
@@ -134,22 +124,8 @@ def test_renderers_do_not_import_front_ends() -> None:
 
 
 def test_no_import_cycles() -> None:
-    known = {frozenset(pair) for pair in KNOWN_CYCLES_TO_REMOVE}
-    graph = {
-        a: {b for b in targets if frozenset((a, b)) not in known} for a, targets in _graph().items()
-    }
-    cycle = _find_cycle(graph)
+    cycle = _find_cycle(_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
-
-
-def test_known_cycles_are_narrow() -> None:
-    """Each allowed pair names two existing modules that import each other somewhere, outside
-    the front-ends."""
-    graph = _graph()
-    for a, b in KNOWN_CYCLES_TO_REMOVE:
-        assert a in MODULES and b in MODULES, (a, b)
-        assert b in graph[a] or a in graph[b], f"{a} and {b} no longer import each other"
-        assert not _within(a, FRONT_ENDS) and not _within(b, FRONT_ENDS), (a, b)
 
 
 def test_graph_sees_function_level_relative_and_submodule_imports() -> None:
