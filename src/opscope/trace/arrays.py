@@ -1,0 +1,160 @@
+"""Arrow -> NumPy conversions: the one set every analysis module uses.
+
+* :func:`ints` / :func:`bools` - a numeric or boolean column as an int64 / bool array, nulls
+  filled (``fill`` for integers, False for booleans);
+* :func:`strings` - a string column (dictionary-encoded or not) as an object array of ``str``,
+  nulls as ``""``;
+* :class:`Codes` - a string column as integer codes into its distinct values, sorted: the
+  vectorised way to compare, match and group strings without a Python string per row.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+
+def ints(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
+    """An integer column as int64, nulls as ``fill``."""
+    arr = col.fill_null(fill) if col.null_count else col
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def bools(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean column as a bool array, nulls as False."""
+    arr = col.fill_null(False) if col.null_count else col
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def strings(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A string column (dictionary-encoded or not) as an object array, nulls as ``""``."""
+    arr = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
+    arr = arr.fill_null("") if arr.null_count else arr
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _chunks(col: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
+    return list(col.chunks) if isinstance(col, pa.ChunkedArray) else [col]
+
+
+class Codes:
+    """A string column as codes: ``codes[row]`` indexes ``values``, the column's distinct
+    non-null strings in sorted order (so comparing codes compares the strings); -1 is null.
+
+    Comparisons, regular expressions and prefix tests run once per distinct value and are
+    spread to the rows by indexing.  A null compares as ``""`` (as :func:`strings` reads it)
+    but never matches a pattern.
+    """
+
+    __slots__ = ("_arrow", "_strings", "codes", "values")
+
+    def __init__(self, codes: np.ndarray, values: np.ndarray) -> None:
+        self.codes = codes
+        self.values = values
+        self._arrow: pa.Array | None = None
+        self._strings: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, col: pa.ChunkedArray | pa.Array) -> Codes:
+        """The codes of a string or dictionary column."""
+        chunks = [c for c in _chunks(col) if len(c)]
+        if not chunks:
+            return cls(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=object))
+        arr = pa.chunked_array(chunks)
+        if not pa.types.is_dictionary(arr.type):
+            arr = pc.dictionary_encode(arr)
+        if arr.num_chunks > 1:
+            arr = arr.unify_dictionaries()
+        dictionary = arr.chunk(0).dictionary
+        if not pa.types.is_string(dictionary.type):
+            dictionary = dictionary.cast(pa.string())
+        idx = np.concatenate([ints(c.indices) for c in arr.chunks])
+        k = len(dictionary)
+        # distinct values, sorted; each dictionary entry -> its value's position
+        order = np.asarray(pc.array_sort_indices(dictionary), dtype=np.int64)
+        ordered = dictionary.take(pa.array(order))
+        valid = bools(ordered.is_valid())
+        new = np.ones(k, dtype=bool)
+        if k > 1:
+            new[1:] = ~bools(pc.equal(ordered[1:], ordered[:-1]))
+        new &= valid
+        rank = np.cumsum(new) - 1
+        canon = np.full(k + 1, -1, dtype=np.int32)  # the last slot: null rows (index -1)
+        canon[order] = np.where(valid, rank, -1)
+        values = np.asarray(ordered.filter(pa.array(new)).to_numpy(zero_copy_only=False))
+        return cls(canon[idx], values.astype(object))
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, row: int) -> str:
+        c = int(self.codes[row])
+        return str(self.values[c]) if c >= 0 else ""
+
+    @property
+    def arrow_values(self) -> pa.Array:
+        """``values`` as an Arrow string array."""
+        if self._arrow is None:
+            self._arrow = pa.array(self.values.tolist(), pa.string())
+        return self._arrow
+
+    def strings(self) -> np.ndarray:
+        """One ``str`` per row (nulls ``""``), as an object array; computed once."""
+        if self._strings is None:
+            ext = np.empty(len(self.values) + 1, dtype=object)
+            ext[:-1] = self.values
+            ext[-1] = ""
+            self._strings = ext[self.codes]
+        return self._strings
+
+    def rows(self, value_mask: np.ndarray, null: bool = False) -> np.ndarray:
+        """A mask over ``values`` spread to the rows (nulls get ``null``)."""
+        ext = np.empty(len(self.values) + 1, dtype=bool)
+        ext[:-1] = value_mask
+        ext[-1] = null
+        return np.asarray(ext[self.codes], dtype=bool)
+
+    def code(self, value: str) -> int:
+        """The code of ``value``, -1 when no row holds it."""
+        i = int(np.searchsorted(self.values, value)) if len(self.values) else 0
+        return i if i < len(self.values) and self.values[i] == value else -1
+
+    def eq(self, value: str) -> np.ndarray:
+        """Rows equal to ``value``."""
+        return self.isin((value,))
+
+    def isin(self, values: Iterable[str]) -> np.ndarray:
+        """Rows whose string is one of ``values``."""
+        wanted = set(values)
+        hit = np.fromiter((v in wanted for v in self.values), dtype=bool, count=len(self.values))
+        return self.rows(hit, null="" in wanted)
+
+    def value_matches(self, pattern: str, ignore_case: bool = False) -> np.ndarray:
+        """A mask over ``values``: those matching the regular expression (RE2 syntax)."""
+        if not len(self.values):
+            return np.zeros(0, dtype=bool)
+        return bools(pc.match_substring_regex(self.arrow_values, pattern, ignore_case=ignore_case))
+
+    def matches(self, pattern: str, ignore_case: bool = False) -> np.ndarray:
+        """Rows matching the regular expression (matched once per distinct value)."""
+        return self.rows(self.value_matches(pattern, ignore_case))
+
+    def starts_with(self, prefix: str) -> np.ndarray:
+        """Rows starting with ``prefix``."""
+        if not len(self.values):
+            return np.zeros(len(self.codes), dtype=bool)
+        return self.rows(bools(pc.starts_with(self.arrow_values, prefix)))
+
+    def text_codes(self) -> np.ndarray:
+        """Codes where a null takes the code of ``""`` when some row holds ``""``: equal codes
+        then mean equal strings as :func:`strings` reads them."""
+        empty = self.code("")
+        if empty < 0 or not (self.codes < 0).any():
+            return self.codes
+        return np.where(self.codes < 0, empty, self.codes).astype(np.int32)

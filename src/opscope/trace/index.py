@@ -1,0 +1,458 @@
+"""The event index: the event table as NumPy arrays, built once per trace and shared.
+
+Every analysis after ``load()`` (the derived ``ops``/``kernels`` tables, the finding rules, the
+explorer's viewport and dependency chains) reads the events through one :class:`EventIndex`,
+``Trace.index``.  Its arrays are indexed by **row** (an event's position in ``Trace.events``) and
+computed on first use:
+
+* ``ids`` and :meth:`EventIndex.rows_of`, which maps event ids to rows: by subtraction when the
+  ids are the row positions (``contiguous``, what ingest writes), by binary search otherwise;
+  no consumer assumes either;
+* the string columns as :class:`~opscope.trace.arrays.Codes` (``source``, ``kind``, ``cat``,
+  ``name``, ``pid``, ``tid``, ``lane``): integer codes into the sorted distinct values;
+* ``rank``, ``start``, ``dur``, ``end``, ``step`` (-1 when none);
+* links as rows (-1 when none): ``parent`` (``parent_id``), ``op`` (``op_id``), ``launch``
+  (``launch_id``);
+* the **op tree** (framework events of kind op, annotation and step nested with Python frames
+  skipped; see :mod:`opscope.trace.derived`): ``tree_parent``, ``depth``, ``in_tree``,
+  ``is_leaf``, ``child_dur`` (durations of the direct children, runtime calls included) and
+  ``self_ns``;
+* ``thread`` - one code per (rank, pid, tid);
+* ``shapes`` - the recorded ``Input Dims``/``Input type`` of each event (:class:`Shapes`).
+
+A step window is a mask over the index (``step`` between two bounds), never a copy.
+:data:`DEVICE_WORK_KINDS` is the one list of the kinds that count as device work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from opscope.trace.arrays import Codes, bools, ints
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# Device events that are work (device time): kernels, copies, sets, collectives, Neuron
+# executions.  Device annotations and stream waits are not.
+DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset", "comm", "exec")
+# Framework kinds that form the op tree.
+TREE_KINDS = ("op", "annotation", "step")
+
+_MAX_JUMPS = 64  # pointer doubling: 2**64 ancestors, far beyond any call stack
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """``Input Dims`` and ``Input type`` of each event, as ``orjson.dumps`` writes them.
+
+    ``code[row]`` indexes ``dims``/``types`` (the distinct pairs), -1 when the event's ``args``
+    hold no ``"Input Dims"``; a pair member is None when the key is absent or null, or the args
+    do not decode.
+    """
+
+    code: np.ndarray
+    dims: list[str | None]
+    types: list[str | None]
+
+
+class EventIndex:
+    """Per-trace arrays over the event table (see the module docstring)."""
+
+    def __init__(self, events: pa.Table) -> None:
+        self.events = events
+        self.n = int(events.num_rows)
+        self._memo: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def memo(self, key: str, build: Callable[[], Any]) -> Any:
+        """``build()`` once per index under ``key``: arrays a consumer derives and shares."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
+
+    # -- ids and rows ------------------------------------------------------------------------
+    @cached_property
+    def ids(self) -> np.ndarray:
+        return ints(self.events.column("id"))
+
+    @cached_property
+    def contiguous(self) -> bool:
+        """Whether the ids are consecutive (``id - ids[0]`` is the row)."""
+        ids = self.ids
+        if self.n == 0:
+            return True
+        return bool(int(ids[-1]) - int(ids[0]) == self.n - 1 and (np.diff(ids) == 1).all())
+
+    @cached_property
+    def _id_order(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.ids, kind="stable")
+        return order, self.ids[order]
+
+    def rows_of(self, ids: np.ndarray | pa.ChunkedArray | pa.Array) -> np.ndarray:
+        """Rows of event ids (an array, or an Arrow column whose nulls mean none); -1 where
+        the id is null or not in the table."""
+        if isinstance(ids, (pa.ChunkedArray, pa.Array)):
+            null = ~bools(ids.is_valid()) if ids.null_count else None
+            values = ints(ids, 0)
+        else:
+            null = None
+            values = np.asarray(ids, dtype=np.int64)
+        n = self.n
+        if n == 0:
+            return np.full(len(values), -1, dtype=np.int64)
+        if self.contiguous:
+            rows = values - int(self.ids[0])
+            bad = (rows < 0) | (rows >= n)
+        else:
+            order, sorted_ids = self._id_order
+            pos = np.minimum(np.searchsorted(sorted_ids, values), n - 1)
+            bad = sorted_ids[pos] != values
+            rows = order[pos]
+        if null is not None:
+            bad |= null
+        return np.where(bad, -1, rows).astype(np.int64)
+
+    def _link(self, column: str) -> np.ndarray:
+        if column not in self.events.column_names:
+            return np.full(self.n, -1, dtype=np.int64)
+        return self.rows_of(self.events.column(column))
+
+    @cached_property
+    def parent(self) -> np.ndarray:
+        """Row of the enclosing event (``parent_id``), -1 at top level."""
+        return self._link("parent_id")
+
+    @cached_property
+    def op(self) -> np.ndarray:
+        """Row of the issuing framework event (``op_id``), -1 when none."""
+        return self._link("op_id")
+
+    @cached_property
+    def launch(self) -> np.ndarray:
+        """Device rows: row of the launching runtime call (``launch_id``), -1 when none."""
+        return self._link("launch_id")
+
+    # -- columns -----------------------------------------------------------------------------
+    def _codes(self, column: str) -> Codes:
+        return Codes.of(self.events.column(column))
+
+    @cached_property
+    def source(self) -> Codes:
+        return self._codes("source")
+
+    @cached_property
+    def kind(self) -> Codes:
+        return self._codes("kind")
+
+    @cached_property
+    def cat(self) -> Codes:
+        return self._codes("cat")
+
+    @cached_property
+    def name(self) -> Codes:
+        return self._codes("name")
+
+    @cached_property
+    def pid(self) -> Codes:
+        return self._codes("pid")
+
+    @cached_property
+    def tid(self) -> Codes:
+        return self._codes("tid")
+
+    @cached_property
+    def lane(self) -> Codes:
+        return self._codes("lane")
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        return ints(self.events.column("rank"), 0)
+
+    @cached_property
+    def start(self) -> np.ndarray:
+        return ints(self.events.column("start_ns"), 0)
+
+    @cached_property
+    def dur(self) -> np.ndarray:
+        return ints(self.events.column("dur_ns"), 0)
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        return np.asarray(self.start + self.dur, dtype=np.int64)
+
+    @cached_property
+    def step(self) -> np.ndarray:
+        """Profiler step of each event, -1 when none."""
+        return ints(self.events.column("step"))
+
+    def in_steps(self, steps: tuple[int, int] | None) -> np.ndarray:
+        """The window mask: events whose step is in ``[first, last]`` (all when None)."""
+        if steps is None:
+            return np.ones(self.n, dtype=bool)
+        lo, hi = steps
+        return np.asarray((self.step >= lo) & (self.step <= hi), dtype=bool)
+
+    # -- classes -----------------------------------------------------------------------------
+    @cached_property
+    def is_framework(self) -> np.ndarray:
+        return self.source.eq("framework")
+
+    @cached_property
+    def is_runtime(self) -> np.ndarray:
+        return self.source.eq("runtime")
+
+    @cached_property
+    def is_device(self) -> np.ndarray:
+        return self.source.eq("device")
+
+    @cached_property
+    def is_work(self) -> np.ndarray:
+        """Device executions: device events of a :data:`DEVICE_WORK_KINDS` kind."""
+        return np.asarray(self.is_device & self.kind.isin(DEVICE_WORK_KINDS), dtype=bool)
+
+    @cached_property
+    def in_tree(self) -> np.ndarray:
+        """Framework events of kind op, annotation or step: the op tree's nodes."""
+        return np.asarray(self.is_framework & self.kind.isin(TREE_KINDS), dtype=bool)
+
+    # -- the op tree -------------------------------------------------------------------------
+    @cached_property
+    def tree_parent(self) -> np.ndarray:
+        """Parent row in the op tree: the nearest enclosing event that is not a Python frame
+        (-1 at top level)."""
+        parent = self.parent
+        is_python = self.kind.eq("python")
+        # up[r]: r itself unless it is a Python frame, else its nearest non-Python ancestor
+        up = np.arange(self.n, dtype=np.int64)
+        act = np.flatnonzero(is_python)
+        up[act] = parent[act]
+        for _ in range(_MAX_JUMPS):
+            u = up[act]
+            act = act[(u >= 0) & is_python[np.maximum(u, 0)]]
+            if not len(act):
+                break
+            up[act] = up[up[act]]
+        return np.where(parent >= 0, up[np.maximum(parent, 0)], -1).astype(np.int64)
+
+    @cached_property
+    def depth(self) -> np.ndarray:
+        """Ancestors of each event in the op tree (``tree_parent`` hops to the top)."""
+        anc = self.tree_parent.copy()
+        depth: np.ndarray = (anc >= 0).astype(np.int64)
+        act = np.flatnonzero(anc >= 0)
+        for _ in range(_MAX_JUMPS):
+            a = anc[act]
+            act_up = anc[a]
+            depth[act] += depth[a]
+            anc[act] = act_up
+            act = act[act_up >= 0]
+            if not len(act):
+                break
+        return depth
+
+    @cached_property
+    def child_dur(self) -> np.ndarray:
+        """Summed durations of each event's direct children in the op tree, runtime calls
+        included (torch counts a launch as a child CPU event of its op)."""
+        tp = self.tree_parent
+        child = (self.is_runtime | self.in_tree) & (tp >= 0)
+        return np.bincount(tp[child], weights=self.dur[child], minlength=self.n).astype(np.int64)
+
+    @cached_property
+    def self_ns(self) -> np.ndarray:
+        """Duration minus :attr:`child_dur`."""
+        return np.asarray(self.dur - self.child_dur, dtype=np.int64)
+
+    @cached_property
+    def tree_children(self) -> np.ndarray:
+        """Op-tree children (op, annotation, step) of each event."""
+        tp = self.tree_parent
+        child = self.in_tree & (tp >= 0)
+        return np.bincount(tp[child], minlength=self.n).astype(np.int64)
+
+    @cached_property
+    def is_leaf(self) -> np.ndarray:
+        """Op-tree nodes without op-tree children."""
+        return np.asarray(self.in_tree & (self.tree_children == 0), dtype=bool)
+
+    def subtree_sum(self, values: np.ndarray) -> np.ndarray:
+        """``values`` summed over each op-tree node's subtree (deepest first, each node adds
+        its total to its parent); rows outside the tree keep their own value plus what their
+        tree children pass them."""
+        total = np.array(values, dtype=np.int64, copy=True)
+        tp = self.tree_parent
+        rows = np.flatnonzero(self.in_tree & (tp >= 0))
+        if not len(rows):
+            return total
+        d = self.depth[rows]
+        rows = rows[np.argsort(-d, kind="stable")]
+        d = self.depth[rows]
+        cuts = np.flatnonzero(np.diff(d)) + 1
+        for level in np.split(rows, cuts):
+            np.add.at(total, tp[level], total[level])
+        return total
+
+    # -- groups ------------------------------------------------------------------------------
+    @cached_property
+    def thread(self) -> np.ndarray:
+        """One code per (rank, pid, tid), ordered like the triple (pid and tid as text)."""
+        if self.n == 0:
+            return np.zeros(0, dtype=np.int64)
+        rank = self.rank - int(self.rank.min())
+        pid = self.pid.text_codes().astype(np.int64) + 1
+        tid = self.tid.text_codes().astype(np.int64) + 1
+        n_pid, n_tid = len(self.pid.values) + 1, len(self.tid.values) + 1
+        key = (rank * n_pid + pid) * n_tid + tid
+        return np.asarray(np.unique(key, return_inverse=True)[1], dtype=np.int64).reshape(-1)
+
+    # -- args --------------------------------------------------------------------------------
+    def args_text(self, row: int) -> str | None:
+        """The ``args`` text of one row."""
+        value = self.events.column("args")[row].as_py()
+        return None if value is None else str(value)
+
+    @cached_property
+    def shapes(self) -> Shapes:
+        """The recorded input shapes of the framework events (:class:`Shapes`,
+        :func:`shape_texts`); other events have none."""
+        code = np.full(self.n, -1, dtype=np.int64)
+        fw = self.is_framework
+        dims, types, has = shape_texts(self.events.column("args").filter(pa.array(fw)))
+        if not has.any():
+            return Shapes(code=code, dims=[], types=[])
+        keep = pa.array(has)
+        d_codes = Codes.of(dims.filter(keep))
+        t_codes = Codes.of(types.filter(keep))
+        width = len(t_codes.values) + 1
+        key = (d_codes.codes.astype(np.int64) + 1) * width + (t_codes.codes.astype(np.int64) + 1)
+        uniq, inverse = np.unique(key, return_inverse=True)
+        code[np.flatnonzero(fw)[has]] = inverse.reshape(-1)
+        return Shapes(
+            code=code,
+            dims=[None if c < 0 else str(d_codes.values[c]) for c in (uniq // width - 1).tolist()],
+            types=[None if c < 0 else str(t_codes.values[c]) for c in (uniq % width - 1).tolist()],
+        )
+
+    def shape_columns(self, rows: np.ndarray) -> tuple[pa.Array, pa.Array]:
+        """``input_dims`` and ``input_types`` of ``rows`` as string columns."""
+        sh = self.shapes
+        code = sh.code[rows]
+        dims = pa.array([*sh.dims, None], pa.string())
+        types = pa.array([*sh.types, None], pa.string())
+        idx = pa.array(np.where(code >= 0, code, len(sh.dims)))
+        return dims.take(idx), types.take(idx)
+
+
+# -- Input Dims / Input type from the args text ------------------------------------------------
+
+_DIMS_KEY = '"Input Dims":'
+_TYPES_KEY = '"Input type":'
+# A text the fast path cannot read exactly as orjson does: not an object, a nested object (a
+# key might not be at the top level), an escape, an exponent or a run of 20 digits (orjson may
+# read a number as a float, or refuse an infinite one).
+_UNSURE = r"^[^{]|.\{|\\|[0-9][eE]|[0-9]{20}"
+# Values the fast path copies verbatim, as orjson writes them back: lists (of lists) of
+# unsigned integers (dims; brackets balanced, checked apart), lists of plain strings (types)
+_DIMS_VALUE = r"^\[[\[\],0-9]*\]$"
+_TYPES_VALUE = r'^\[(?:"[^"]*"(?:,"[^"]*")*)?\]$'
+# orjson refuses nesting deeper than 1024 levels: a text with this many ``[`` is left to it
+# (a shorter text cannot hold them)
+_DEEP = 1000
+
+
+def shape_texts(args: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array, np.ndarray]:
+    """``Input Dims`` and ``Input type`` of every ``args`` text, each as ``orjson.dumps`` writes
+    the value of ``orjson.loads(text)``, plus the mask of the rows whose text contains
+    ``"Input Dims"`` (the others, and texts orjson refuses, give None/None).
+
+    The text is valid, compact JSON (ingest checks it and removes whitespace outside strings).
+    Where both values can be proven equal to what orjson would write - one object, no nested
+    object, no escape, no number orjson might read otherwise, each key once, values that are
+    lists of unsigned integers (dims) or of plain strings (types) - they are cut out of the
+    text by a few vectorised Arrow passes; the other texts are decoded with orjson one by one.
+    """
+    col = args if isinstance(args, pa.ChunkedArray) else pa.chunked_array([args], pa.string())
+    n = len(col)
+    has = bools(pc.match_substring_regex(col, '"Input Dims"')) if n else np.zeros(0, dtype=bool)
+    if not has.any():
+        return pa.nulls(n, pa.string()), pa.nulls(n, pa.string()), has
+    sub = col.filter(pa.array(has)).combine_chunks()
+    sure = ~bools(pc.match_substring_regex(sub, _UNSURE))
+    long = ints(pc.binary_length(sub), 0) >= _DEEP
+    if long.any():
+        deep = ints(pc.count_substring(sub.filter(pa.array(long)), "[")) >= _DEEP
+        sure[np.flatnonzero(long)[deep]] = False
+    dims, d_ok = _value_after(sub, _DIMS_KEY, _DIMS_VALUE)
+    types, t_ok = _value_after(sub, _TYPES_KEY, _TYPES_VALUE)
+    d_ok &= ints(pc.count_substring(dims, "["), 0) == ints(pc.count_substring(dims, "]"), 0)
+    d_ok &= ~bools(pc.match_substring_regex(dims, "[0-9]{20}"))
+    slow = np.flatnonzero(~(sure & d_ok & t_ok))
+    if len(slow):
+        decoded = [_decode_shape(t) for t in sub.take(pa.array(slow)).to_pylist()]
+        mask = np.zeros(len(sub), dtype=bool)
+        mask[slow] = True
+        dims = pc.replace_with_mask(
+            dims, pa.array(mask), pa.array([d for d, _ in decoded], pa.string())
+        )
+        types = pc.replace_with_mask(
+            types, pa.array(mask), pa.array([t for _, t in decoded], pa.string())
+        )
+    on = pa.array(has)
+    return (
+        pc.replace_with_mask(pa.nulls(n, pa.string()), on, dims),
+        pc.replace_with_mask(pa.nulls(n, pa.string()), on, types),
+        has,
+    )
+
+
+def _value_after(sub: pa.Array, key: str, value_re: str) -> tuple[pa.Array, np.ndarray]:
+    """The value of ``key`` in each text (null where the key is absent) and whether it is
+    sure: the key appears once and its value is a list matching ``value_re``.
+
+    In valid compact JSON a list value is followed by ``,"`` (the next key) or by the closing
+    ``}``; its text is cut at the first ``],"`` after the key (or before the final ``}``),
+    and a cut that is not the value fails ``value_re`` (strings checked whole) or, for nested
+    lists, the bracket balance the caller checks.
+    """
+    parts = pc.split_pattern(sub, key)
+    count = ints(pc.list_value_length(parts), 1) - 1
+    present = count == 1
+    ok = count == 0
+    value = pa.nulls(len(sub), pa.string())
+    if not present.any():
+        return value, ok
+    after = pc.list_element(parts.filter(pa.array(present)), 1)
+    cut = pc.split_pattern(after, '],"', max_splits=1)
+    head = pc.list_element(cut, 0)
+    found = pc.if_else(
+        pc.equal(pc.list_value_length(cut), 2),
+        pc.binary_join_element_wise(head, "]", ""),
+        pc.utf8_slice_codeunits(head, 0, -1),
+    )
+    ok[np.flatnonzero(present)] = bools(pc.match_substring_regex(found, value_re))
+    return pc.replace_with_mask(value, pa.array(present), found), ok
+
+
+def _decode_shape(text: str | None) -> tuple[str | None, str | None]:
+    if not text:
+        return None, None
+    try:
+        d = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None, None
+    dv = d.get("Input Dims")
+    tv = d.get("Input type")
+    return (
+        orjson.dumps(dv).decode() if dv is not None else None,
+        orjson.dumps(tv).decode() if tv is not None else None,
+    )
