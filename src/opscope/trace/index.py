@@ -357,10 +357,11 @@ class EventIndex:
 
 _DIMS_KEY = '"Input Dims":'
 _TYPES_KEY = '"Input type":'
-# A text the fast path cannot read exactly as orjson does: not an object, a nested object (a
-# key might not be at the top level), an escape, an exponent or a run of 20 digits (orjson may
-# read a number as a float, or refuse an infinite one).
-_UNSURE = r"^[^{]|.\{|\\|[0-9][eE]|[0-9]{20}"
+# A text a fast path cannot read exactly as orjson does: not an object, an escape, an exponent
+# or a run of 20 digits (orjson may read a number as a float, or refuse an infinite one)
+_UNSURE = r"^[^{]|\\|[0-9][eE]|[0-9]{20}"
+# ... or a nested object (a key might not be at the top level)
+_UNSURE_NESTED = _UNSURE + r"|.\{"
 # Values the fast path copies verbatim, as orjson writes them back: lists (of lists) of
 # unsigned integers (dims; brackets balanced, checked apart), lists of plain strings (types)
 _DIMS_VALUE = r"^\[[\[\],0-9]*\]$"
@@ -387,11 +388,7 @@ def shape_texts(args: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array, n
     if not has.any():
         return pa.nulls(n, pa.string()), pa.nulls(n, pa.string()), has
     sub = col.filter(pa.array(has)).combine_chunks()
-    sure = ~bools(pc.match_substring_regex(sub, _UNSURE))
-    long = ints(pc.binary_length(sub), 0) >= _DEEP
-    if long.any():
-        deep = ints(pc.count_substring(sub.filter(pa.array(long)), "[")) >= _DEEP
-        sure[np.flatnonzero(long)[deep]] = False
+    sure = sure_json(sub, nested=False)
     dims, d_ok = _value_after(sub, _DIMS_KEY, _DIMS_VALUE)
     types, t_ok = _value_after(sub, _TYPES_KEY, _TYPES_VALUE)
     d_ok &= ints(pc.count_substring(dims, "["), 0) == ints(pc.count_substring(dims, "]"), 0)
@@ -413,6 +410,48 @@ def shape_texts(args: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array, n
         pc.replace_with_mask(pa.nulls(n, pa.string()), on, types),
         has,
     )
+
+
+def sure_json(texts: pa.Array, nested: bool = True) -> np.ndarray:
+    """Which texts a fast path may read as orjson would: JSON objects without escapes or
+    numbers orjson could read otherwise, not nested deeply (and, with ``nested=False``,
+    holding no inner object).  The texts must be valid JSON, as ingest writes ``args``."""
+    sure = ~bools(pc.match_substring_regex(texts, _UNSURE if nested else _UNSURE_NESTED))
+    long = ints(pc.binary_length(texts), 0) >= _DEEP
+    if long.any():
+        deep = ints(pc.count_substring_regex(texts.filter(pa.array(long)), r"[\[{]")) >= _DEEP
+        sure[np.flatnonzero(long)[deep]] = False
+    return sure
+
+
+def top_level_strings(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The string value of a top-level ``key`` in each JSON object text (None when absent or
+    not a string) and where that answer is sure (the others need a decoder): the text is
+    :func:`sure_json`, the key appears once, nothing opens before it but the object itself,
+    and its value, when a string, has no escape (none in the text)."""
+    n = len(texts)
+    values = np.full(n, None, dtype=object)
+    if n == 0:
+        return values, np.zeros(0, dtype=bool)
+    sure = sure_json(texts)
+    quoted = '"' + key + '":'
+    parts = pc.split_pattern(texts, quoted)
+    count = ints(pc.list_value_length(parts), 1) - 1
+    sure &= count <= 1
+    once = np.flatnonzero(sure & (count == 1))
+    if len(once):
+        pick = pa.array(once)
+        before = pc.list_element(parts.take(pick), 0)
+        after = pc.list_element(parts.take(pick), 1)
+        # only the object's own brace before the key: the key is at the top level
+        top = ~bools(pc.match_substring_regex(before, r".[\[{]"))
+        sure[once[~top]] = False
+        is_str = bools(pc.starts_with(after, '"'))
+        text = pc.list_element(pc.split_pattern(after, '"', max_splits=2), 1)
+        got = np.asarray(text.to_numpy(zero_copy_only=False), dtype=object)
+        ok = top & is_str
+        values[once[ok]] = got[ok]
+    return values, sure
 
 
 def _value_after(sub: pa.Array, key: str, value_re: str) -> tuple[pa.Array, np.ndarray]:

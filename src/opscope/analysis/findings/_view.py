@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.analysis.findings.base import Context, Evidence, severity_of, share_of_wall
 from opscope.analysis.optable import BOOKKEEPING_NAMES, NO_COMPUTE_OPS
 from opscope.trace.arrays import bools
-from opscope.trace.index import DEVICE_WORK_KINDS, EventIndex
+from opscope.trace.index import DEVICE_WORK_KINDS, EventIndex, top_level_strings
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -173,6 +174,17 @@ class EventView:
         except orjson.JSONDecodeError:
             return {}
         return value if isinstance(value, dict) else {}
+
+    def arg_strings(self, rows: np.ndarray, key: str) -> np.ndarray:
+        """``args(row).get(key)`` of each row when it is a string, else None (an object
+        array); read off the texts where that is sure, decoded otherwise."""
+        rows = np.asarray(rows, dtype=np.int64)
+        texts = self.index.events.column("args").take(pa.array(rows))
+        values, sure = top_level_strings(texts.combine_chunks(), key)
+        for i in np.flatnonzero(~sure).tolist():
+            got = self.args(int(rows[i])).get(key)
+            values[i] = got if isinstance(got, str) else None
+        return values
 
     def name_of(self, row: int) -> str:
         return self.index.name[row]

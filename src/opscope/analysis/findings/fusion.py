@@ -266,7 +266,7 @@ def _runs(u: _Units, fus: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.n
         if p < n:
             same[: n - p] = u.name[: n - p] == u.name[p:]
         bad = np.concatenate(([0], np.cumsum(~same)))
-        end = np.minimum(lo + size - p, n)
+        end = np.clip(lo + size - p, lo, n)
         ok = (period == 0) & (size // 2 >= p) & (bad[end] - bad[lo] == 0)
         period[ok] = p
     step = np.where(period > 0, period, size)
