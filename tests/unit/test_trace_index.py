@@ -264,3 +264,53 @@ def test_shape_texts_decode_only_what_they_cannot_prove(monkeypatch: pytest.Monk
     assert not set(plain) & set(decoded)
     assert SHAPE_TEXTS[-2] not in decoded  # long but shallow
     assert SHAPE_TEXTS[-3] in decoded and SHAPE_TEXTS[13] in decoded
+
+
+def _reference_string(text: str | None, key: str) -> str | None:
+    if not text:
+        return None
+    try:
+        value = orjson.loads(text.lstrip(", "))
+    except orjson.JSONDecodeError:
+        return None
+    got = value.get(key) if isinstance(value, dict) else None
+    return got if isinstance(got, str) else None
+
+
+STRING_TEXTS = [
+    None,
+    "",
+    '{"model_name":"neff_1.neff","neuron":{"id":"7"}}',
+    '{"exec_id":1,"model_name":"","x":2}',
+    '{"neuron":{"model_name":"inner"},"model_name":"outer"}',  # the key twice
+    '{"neuron":{"model_name":"inner"}}',  # only nested
+    '{"a":[1,{"b":2}],"model_name":"m"}',  # something opens before the key
+    '{"model_name":5}',
+    '{"model_name":null}',
+    '{"model_name":"caf\\u00e9"}',
+    '{"model_name":"m","big":1e400}',
+    ', {"model_name":"m"}',
+]
+
+
+def test_top_level_strings_are_sure_only_where_orjson_agrees() -> None:
+    from opscope.trace.index import top_level_strings
+
+    values, sure = top_level_strings(pa.array(STRING_TEXTS, pa.string()), "model_name")
+    for text, got, ok in zip(STRING_TEXTS, values.tolist(), sure.tolist(), strict=True):
+        if ok:
+            assert got == _reference_string(text, "model_name"), text
+    assert sure[[0, 1, 2, 3, 7, 8]].all()
+    assert not sure[[4, 6, 9, 10, 11]].any()
+
+
+def test_inverse_links() -> None:
+    trace = load_document(_doc())
+    ix = trace.index
+    r = _rows(trace)
+    assert ix.pointing_at("launch", r["cudaLaunchKernel"]).tolist() == [r["gemm"]]
+    assert sorted(ix.pointing_at("op", r["aten::addmm"]).tolist()) == sorted(
+        [r["aten::addmm"], r["cudaLaunchKernel"], r["gemm"]]
+    )
+    under_block = [r["model.py(3): forward"], r["aten::linear"], r["aten::empty"]]
+    assert ix.pointing_at("tree_parent", r["Block"]).tolist() == under_block

@@ -142,6 +142,26 @@ class EventIndex:
         """Device rows: row of the launching runtime call (``launch_id``), -1 when none."""
         return self._link("launch_id")
 
+    def _inverse(self, link: str) -> tuple[np.ndarray, np.ndarray]:
+        """Rows sorted by the row a link points to (``op``, ``launch``...), and those targets:
+        the rows pointing at ``r`` are ``order[lo:hi]`` for ``lo, hi`` the bounds of ``r``
+        (CSR offsets, made on first use)."""
+
+        def build() -> tuple[np.ndarray, np.ndarray]:
+            target = getattr(self, link)
+            order = np.argsort(target, kind="stable")
+            return order, target[order]
+
+        out: tuple[np.ndarray, np.ndarray] = self.memo(f"inverse.{link}", build)
+        return out
+
+    def pointing_at(self, link: str, row: int) -> np.ndarray:
+        """Rows whose ``link`` (``op``, ``launch``, ``parent``, ``tree_parent``) is ``row``,
+        in row order."""
+        order, target = self._inverse(link)
+        lo, hi = np.searchsorted(target, [row, row + 1])
+        return np.asarray(order[lo:hi], dtype=np.int64)
+
     # -- columns -----------------------------------------------------------------------------
     def _codes(self, column: str) -> Codes:
         return Codes.of(self.events.column(column))
@@ -446,11 +466,11 @@ def top_level_strings(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray
         # only the object's own brace before the key: the key is at the top level
         top = ~bools(pc.match_substring_regex(before, r".[\[{]"))
         sure[once[~top]] = False
-        is_str = bools(pc.starts_with(after, '"'))
-        text = pc.list_element(pc.split_pattern(after, '"', max_splits=2), 1)
-        got = np.asarray(text.to_numpy(zero_copy_only=False), dtype=object)
-        ok = top & is_str
-        values[once[ok]] = got[ok]
+        ok = top & bools(pc.starts_with(after, '"'))
+        if ok.any():
+            quoted_value = after.filter(pa.array(ok))
+            text = pc.list_element(pc.split_pattern(quoted_value, '"', max_splits=2), 1)
+            values[once[ok]] = np.asarray(text.to_numpy(zero_copy_only=False), dtype=object)
     return values, sure
 
 
