@@ -377,11 +377,8 @@ class EventIndex:
 
 _DIMS_KEY = '"Input Dims":'
 _TYPES_KEY = '"Input type":'
-# A text a fast path cannot read exactly as orjson does: not an object, an escape, an exponent
-# or a run of 20 digits (orjson may read a number as a float, or refuse an infinite one)
-_UNSURE = r"^[^{]|\\|[0-9][eE]|[0-9]{20}"
-# ... or a nested object (a key might not be at the top level)
-_UNSURE_NESTED = _UNSURE + r"|.\{"
+# A run of digits orjson would read as an infinite number (and refuse)
+_HUGE_NUMBER = r"[0-9]{309}"
 # Values the fast path copies verbatim, as orjson writes them back: lists (of lists) of
 # unsigned integers (dims; brackets balanced, checked apart), lists of plain strings (types)
 _DIMS_VALUE = r"^\[[\[\],0-9]*\]$"
@@ -432,16 +429,52 @@ def shape_texts(args: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array, n
     )
 
 
+def _string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes of all the texts, start and end of each text in them) of a string array."""
+    n = len(texts)
+    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int32)[texts.offset : texts.offset + n + 1]
+    offsets = offsets.astype(np.int64)
+    data = texts.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    lo = int(offsets[0]) if n else 0
+    body = raw[lo : int(offsets[-1])] if n else raw[:0]
+    return body, offsets[:-1] - lo, offsets[1:] - lo
+
+
 def sure_json(texts: pa.Array, nested: bool = True) -> np.ndarray:
-    """Which texts a fast path may read as orjson would: JSON objects without escapes or
-    numbers orjson could read otherwise, not nested deeply (and, with ``nested=False``,
-    holding no inner object).  The texts must be valid JSON, as ingest writes ``args``."""
-    sure = ~bools(pc.match_substring_regex(texts, _UNSURE if nested else _UNSURE_NESTED))
-    long = ints(pc.binary_length(texts), 0) >= _DEEP
-    if long.any():
-        deep = ints(pc.count_substring_regex(texts.filter(pa.array(long)), r"[\[{]")) >= _DEEP
-        sure[np.flatnonzero(long)[deep]] = False
-    return sure
+    """Which JSON object texts a fast path may read as orjson would (the texts must be valid
+    JSON, as ingest writes ``args``): no escape (``\\``), no exponent and no run of 309 digits
+    (orjson refuses infinite numbers), not nested 1000 deep, and with ``nested=False`` no
+    inner object (every key at the top level).  One pass over the bytes with NumPy."""
+    n = len(texts)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    body, starts, ends = _string_buffers(texts)
+    bad = np.zeros(n, dtype=bool)
+
+    def flag(pos: np.ndarray) -> None:
+        bad[np.searchsorted(starts, pos, side="right") - 1] = True
+
+    if len(body):
+        first = body[np.minimum(starts, len(body) - 1)]
+        bad |= (ends > starts) & (first != ord("{"))
+        flag(np.flatnonzero(body == ord("\\")))
+        after_e = body[1:]
+        exp = ((body[:-1] | 0x20) == ord("e")) & (
+            ((after_e - ord("0")) < 10) | (after_e == ord("+")) | (after_e == ord("-"))
+        )
+        flag(np.flatnonzero(exp))
+        if not nested:
+            brace = np.flatnonzero(body == ord("{"))
+            row = np.searchsorted(starts, brace, side="right") - 1
+            bad[row[brace != starts[row]]] = True
+    long = np.flatnonzero((ends - starts) >= min(_DEEP, 309))
+    if len(long):
+        some = texts.take(pa.array(long))
+        deep = ints(pc.count_substring_regex(some, r"[\[{]"), 0) >= _DEEP
+        huge = bools(pc.match_substring_regex(some, _HUGE_NUMBER))
+        bad[long[deep | huge]] = True
+    return ~bad
 
 
 def top_level_strings(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -485,21 +518,26 @@ def _value_after(sub: pa.Array, key: str, value_re: str) -> tuple[pa.Array, np.n
     """
     parts = pc.split_pattern(sub, key)
     count = ints(pc.list_value_length(parts), 1) - 1
-    present = count == 1
+    present = np.flatnonzero(count == 1)
     ok = count == 0
     value = pa.nulls(len(sub), pa.string())
-    if not present.any():
+    if not len(present):
         return value, ok
-    after = pc.list_element(parts.filter(pa.array(present)), 1)
-    cut = pc.split_pattern(after, '],"', max_splits=1)
-    head = pc.list_element(cut, 0)
-    found = pc.if_else(
-        pc.equal(pc.list_value_length(cut), 2),
-        pc.binary_join_element_wise(head, "]", ""),
-        pc.utf8_slice_codeunits(head, 0, -1),
+    # the piece after the key, then cut where the value ends (zero-copy slices of it)
+    list_offsets = np.frombuffer(parts.buffers()[1], dtype=np.int32)[parts.offset :]
+    after = parts.values.take(pa.array(list_offsets[present] + 1))
+    _, starts, ends = _string_buffers(after)
+    cut = ints(pc.find_substring(after, '],"'), -1)
+    stop = np.where(cut >= 0, starts + cut + 1, np.maximum(ends - 1, starts))
+    bounds = np.empty(2 * len(after), dtype=np.int64)
+    bounds[0::2], bounds[1::2] = starts, stop
+    base = np.frombuffer(after.buffers()[1], dtype=np.int32)[after.offset]
+    spans = pa.StringArray.from_buffers(
+        len(bounds) - 1, pa.py_buffer((bounds + base).astype(np.int32)), after.buffers()[2]
     )
-    ok[np.flatnonzero(present)] = bools(pc.match_substring_regex(found, value_re))
-    return pc.replace_with_mask(value, pa.array(present), found), ok
+    found = spans.take(pa.array(np.arange(0, len(bounds), 2)))
+    ok[present] = bools(pc.match_substring_regex(found, value_re))
+    return pc.replace_with_mask(value, pa.array(count == 1), found), ok
 
 
 def _decode_shape(text: str | None) -> tuple[str | None, str | None]:
