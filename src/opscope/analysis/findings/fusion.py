@@ -111,7 +111,7 @@ class _Units:
     kernels_only: np.ndarray  # every execution a kernel (no copies)
     exec_lo: np.ndarray  # the unit's executions: execs[exec_lo : exec_lo + n_exec]
     execs: np.ndarray  # execution rows, grouped by unit, by start within a unit
-    base: list[str]  # base name per unit
+    base: dict[int, str]  # name code -> base name
     scope_names: dict[int, str]
 
 
@@ -174,7 +174,9 @@ def _units(v: EventView) -> _Units | None:
         ),
     ).astype(np.int64)
     scope_names = {code: text for text, code in label_code.items()}
-    base_of = {c: base_name(str(ix.name.values[c]) if c >= 0 else "") for c in set(name.tolist())}
+    base_of = {
+        c: base_name(str(ix.name.values[c]) if c >= 0 else "") for c in np.unique(name).tolist()
+    }
     return _Units(
         row=rows,
         name=name,
@@ -186,7 +188,7 @@ def _units(v: EventView) -> _Units | None:
         kernels_only=kernels_only[s],
         exec_lo=first[s],
         execs=e,
-        base=[base_of[c] for c in name.tolist()],
+        base=base_of,
         scope_names=scope_names,
     )
 
@@ -203,6 +205,15 @@ def _shape_info(inputs: TensorInputs, reduction: bool) -> tuple[tuple[int, ...] 
     return key, elems * DTYPE_BYTES.get(dtype, 4)
 
 
+def _base_is(u: _Units, bases: frozenset[str]) -> np.ndarray:
+    """Per unit: whether its base name is one of ``bases`` (decided once per name)."""
+    codes = np.array(sorted(u.base), dtype=np.int64)
+    hit = np.array([u.base[c] in bases for c in codes.tolist()], dtype=bool)
+    if not len(codes):
+        return np.zeros(len(u.name), dtype=bool)
+    return np.asarray(hit[np.searchsorted(codes, u.name)], dtype=bool)
+
+
 def _data(v: EventView, u: _Units, fusable_base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per unit: a data-key id (-1 unknown) and the output bytes (-1 unknown), for the units
     whose base is fusable; parsed once per distinct recorded shape."""
@@ -212,25 +223,23 @@ def _data(v: EventView, u: _Units, fusable_base: np.ndarray) -> tuple[np.ndarray
     idx = np.flatnonzero(fusable_base)
     if not len(idx):
         return key, out
-    red = np.fromiter((u.base[i] in REDUCTIONS for i in idx.tolist()), bool, len(idx))
+    red = _base_is(u, REDUCTIONS)[idx]
     codes = v.input_codes(u.row[idx])
     keys: dict[tuple[int, ...], int] = {}
-    pair = codes * 2 + red
-    uniq, inverse = np.unique(pair, return_inverse=True)
+    uniq, inverse = np.unique(codes * 2 + red, return_inverse=True)
     inverse = inverse.reshape(-1)
-    for j, p in enumerate(uniq.tolist()):
-        code, is_red = p // 2, bool(p % 2)
+    for j, pair in enumerate(uniq.tolist()):
+        code, is_red = pair // 2, bool(pair % 2)
         at = idx[inverse == j]
         if code == -2:  # args the index does not read: one by one
-            infos = [_shape_info(v.tensor_inputs(int(u.row[i])), is_red) for i in at.tolist()]
-        else:
-            one = _shape_info([] if code == -1 else v.inputs_of_code(code), is_red)
-            infos = [one] * len(at)
-        for i, (k, b) in zip(at.tolist(), infos, strict=True):
-            if k is not None:
-                key[i] = keys.setdefault(k, len(keys))
-            if b is not None:
-                out[i] = b
+            for i in at.tolist():
+                k, b = _shape_info(v.tensor_inputs(int(u.row[i])), is_red)
+                key[i] = -1 if k is None else keys.setdefault(k, len(keys))
+                out[i] = -1 if b is None else b
+            continue
+        k, b = _shape_info([] if code == -1 else v.inputs_of_code(code), is_red)
+        key[at] = -1 if k is None else keys.setdefault(k, len(keys))
+        out[at] = -1 if b is None else b
     return key, out
 
 
@@ -281,12 +290,11 @@ def _runs(u: _Units, fus: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _occurrences(v: EventView, u: _Units) -> _Occurrences:
     n = len(u.row)
-    base = u.base
-    fusable_base = np.fromiter((b in FUSABLE for b in base), bool, n)
-    is_matmul = np.fromiter((b in MATMULS for b in base), bool, n)
-    is_softmax = np.fromiter((b in SOFTMAX for b in base), bool, n)
-    is_mm = np.fromiter((b in ("mm", "matmul") for b in base), bool, n)
-    is_add = np.fromiter((b == "add" for b in base), bool, n)
+    fusable_base = _base_is(u, FUSABLE)
+    is_matmul = _base_is(u, MATMULS)
+    is_softmax = _base_is(u, SOFTMAX)
+    is_mm = _base_is(u, frozenset(("mm", "matmul")))
+    is_add = _base_is(u, frozenset(("add",)))
     # any duration: small executions cost launches, large ones are memory-bound passes that
     # write intermediates out and read them back - a fused kernel saves both
     fus = fusable_base & u.kernels_only & (u.n_exec > 0)
