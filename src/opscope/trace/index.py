@@ -441,6 +441,25 @@ def _string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return body, offsets[:-1] - lo, offsets[1:] - lo
 
 
+_BLOCK = 1 << 20  # bytes per NumPy pass: temporaries stay small (no page faults per pass)
+
+
+def _scan_bytes(body: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions of the backslashes, of the exponent marks (``e``/``E`` before a digit or a
+    sign) and of the ``{`` in ``body``, a block at a time."""
+    found: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
+    for lo in range(0, len(body), _BLOCK):
+        b = body[lo : lo + _BLOCK + 1]  # one byte more: a mark at the end sees what follows
+        head, nxt = b[:-1] if len(b) > _BLOCK else b, b[1:]
+        found[0].append(np.flatnonzero(head == ord("\\")) + lo)
+        mark = (b[: len(nxt)] | 0x20) == ord("e")
+        follows = ((nxt - ord("0")) < 10) | (nxt == ord("+")) | (nxt == ord("-"))
+        found[1].append(np.flatnonzero(mark & follows) + lo)
+        found[2].append(np.flatnonzero(head == ord("{")) + lo)
+    empty = np.zeros(0, dtype=np.int64)
+    return tuple(np.concatenate(f) if f else empty for f in found)  # type: ignore[return-value]
+
+
 def sure_json(texts: pa.Array, nested: bool = True) -> np.ndarray:
     """Which JSON object texts a fast path may read as orjson would (the texts must be valid
     JSON, as ingest writes ``args``): no escape (``\\``), no exponent and no run of 309 digits
@@ -458,16 +477,12 @@ def sure_json(texts: pa.Array, nested: bool = True) -> np.ndarray:
     if len(body):
         first = body[np.minimum(starts, len(body) - 1)]
         bad |= (ends > starts) & (first != ord("{"))
-        flag(np.flatnonzero(body == ord("\\")))
-        after_e = body[1:]
-        exp = ((body[:-1] | 0x20) == ord("e")) & (
-            ((after_e - ord("0")) < 10) | (after_e == ord("+")) | (after_e == ord("-"))
-        )
-        flag(np.flatnonzero(exp))
+        escapes, exponents, braces = _scan_bytes(body)
+        flag(escapes)
+        flag(exponents)
         if not nested:
-            brace = np.flatnonzero(body == ord("{"))
-            row = np.searchsorted(starts, brace, side="right") - 1
-            bad[row[brace != starts[row]]] = True
+            row = np.searchsorted(starts, braces, side="right") - 1
+            bad[row[braces != starts[row]]] = True
     long = np.flatnonzero((ends - starts) >= min(_DEEP, 309))
     if len(long):
         some = texts.take(pa.array(long))
