@@ -375,8 +375,6 @@ class EventIndex:
 
 # -- Input Dims / Input type from the args text ------------------------------------------------
 
-_DIMS_KEY = '"Input Dims":'
-_TYPES_KEY = '"Input type":'
 # A run of digits orjson would read as an infinite number (and refuse)
 _HUGE_NUMBER = r"[0-9]{309}"
 # Values the fast path copies verbatim, as orjson writes them back: lists (of lists) of
@@ -406,8 +404,7 @@ def shape_texts(args: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array, n
         return pa.nulls(n, pa.string()), pa.nulls(n, pa.string()), has
     sub = col.filter(pa.array(has)).combine_chunks()
     sure = sure_json(sub, nested=False)
-    dims, d_ok = _value_after(sub, _DIMS_KEY, _DIMS_VALUE)
-    types, t_ok = _value_after(sub, _TYPES_KEY, _TYPES_VALUE)
+    (dims, d_ok), (types, t_ok) = _values_after(sub, ("Dims", "type"), (_DIMS_VALUE, _TYPES_VALUE))
     d_ok &= ints(pc.count_substring(dims, "["), 0) == ints(pc.count_substring(dims, "]"), 0)
     d_ok &= ~bools(pc.match_substring_regex(dims, "[0-9]{20}"))
     slow = np.flatnonzero(~(sure & d_ok & t_ok))
@@ -522,37 +519,57 @@ def top_level_strings(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray
     return values, sure
 
 
-def _value_after(sub: pa.Array, key: str, value_re: str) -> tuple[pa.Array, np.ndarray]:
-    """The value of ``key`` in each text (null where the key is absent) and whether it is
-    sure: the key appears once and its value is a list matching ``value_re``.
+def _values_after(
+    sub: pa.Array, keys: tuple[str, ...], value_res: tuple[str, ...]
+) -> list[tuple[pa.Array, np.ndarray]]:
+    """For each ``"Input <key>":`` of ``keys``: its value in each text (null where the key is
+    absent) and whether that value is sure - the key appears once and its value is a list
+    matching the key's pattern in ``value_res``.
 
-    In valid compact JSON a list value is followed by ``,"`` (the next key) or by the closing
-    ``}``; its text is cut at the first ``],"`` after the key (or before the final ``}``),
-    and a cut that is not the value fails ``value_re`` (strings checked whole) or, for nested
-    lists, the bracket balance the caller checks.
+    One split of the texts at ``"Input `` gives, after each such key, the piece up to the
+    next one.  In valid compact JSON a list value is followed by ``,"`` (the next key) or by
+    the closing ``}``: the value is cut at the first ``],"`` of its piece, or before the
+    piece's last byte (``,`` before the next ``"Input ``, or the final ``}``); a cut that is
+    not the value fails the pattern (strings checked whole) or, for nested lists, the bracket
+    balance the caller checks.  A text holding ``"Input `` elsewhere than in these keys (in a
+    string) only leaves its values unsure.
     """
-    parts = pc.split_pattern(sub, key)
-    count = ints(pc.list_value_length(parts), 1) - 1
-    present = np.flatnonzero(count == 1)
-    ok = count == 0
-    value = pa.nulls(len(sub), pa.string())
-    if not len(present):
-        return value, ok
-    # the piece after the key, then cut where the value ends (zero-copy slices of it)
-    list_offsets = np.frombuffer(parts.buffers()[1], dtype=np.int32)[parts.offset :]
-    after = parts.values.take(pa.array(list_offsets[present] + 1))
-    _, starts, ends = _string_buffers(after)
-    cut = ints(pc.find_substring(after, '],"'), -1)
-    stop = np.where(cut >= 0, starts + cut + 1, np.maximum(ends - 1, starts))
-    bounds = np.empty(2 * len(after), dtype=np.int64)
-    bounds[0::2], bounds[1::2] = starts, stop
-    base = np.frombuffer(after.buffers()[1], dtype=np.int32)[after.offset]
-    spans = pa.StringArray.from_buffers(
-        len(bounds) - 1, pa.py_buffer((bounds + base).astype(np.int32)), after.buffers()[2]
-    )
-    found = spans.take(pa.array(np.arange(0, len(bounds), 2)))
-    ok[present] = bools(pc.match_substring_regex(found, value_re))
-    return pc.replace_with_mask(value, pa.array(count == 1), found), ok
+    n = len(sub)
+    parts = pc.split_pattern(sub, '"Input ')
+    list_offsets = np.frombuffer(parts.buffers()[1], dtype=np.int32)[parts.offset :][: n + 1]
+    pieces = parts.values
+    counts = np.diff(list_offsets)
+    row_of = np.repeat(np.arange(n), counts)
+    first_piece = np.zeros(len(pieces), dtype=bool)
+    first_piece[list_offsets[:-1][counts > 0]] = True  # the text before the first key
+    out: list[tuple[pa.Array, np.ndarray]] = []
+    for key, value_re in zip(keys, value_res, strict=True):
+        head = key + '":'
+        mine = np.flatnonzero(bools(pc.starts_with(pieces, head)) & ~first_piece)
+        count = np.bincount(row_of[mine], minlength=n)
+        ok = count == 0
+        value = pa.nulls(n, pa.string())
+        once = mine[count[row_of[mine]] == 1]
+        if len(once):
+            piece = pieces.take(pa.array(once))
+            _, starts, ends = _string_buffers(piece)
+            cut = ints(pc.find_substring(piece, '],"'), -1)
+            lo = np.minimum(starts + len(head), ends)
+            hi = np.maximum(np.where(cut >= 0, starts + cut + 1, ends - 1), lo)
+            bounds = np.empty(2 * len(piece), dtype=np.int64)
+            bounds[0::2], bounds[1::2] = lo, hi
+            base = int(np.frombuffer(piece.buffers()[1], dtype=np.int32)[piece.offset])
+            spans = pa.StringArray.from_buffers(
+                len(bounds) - 1, pa.py_buffer((bounds + base).astype(np.int32)), piece.buffers()[2]
+            )
+            found = spans.take(pa.array(np.arange(0, len(bounds), 2)))
+            rows = row_of[once]
+            ok[rows] = bools(pc.match_substring_regex(found, value_re))
+            mask = np.zeros(n, dtype=bool)
+            mask[rows] = True
+            value = pc.replace_with_mask(value, pa.array(mask), found)
+        out.append((value, ok))
+    return out
 
 
 def _decode_shape(text: str | None) -> tuple[str | None, str | None]:
