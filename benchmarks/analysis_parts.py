@@ -41,12 +41,12 @@ def tile(seed: Path, n_events: int, out: Path) -> Path:
         raw = gzip.decompress(raw)
     doc = orjson.loads(raw)
     events = doc["traceEvents"]
-    reps = max(1, round(n_events / max(len(events), 1)))
+    timed = [e for e in events if isinstance(e.get("ts"), (int, float)) and e.get("ph") == "X"]
+    reps = max(1, round(n_events / max(len(timed), 1)))
     path = out / f"{seed.name.split('.')[0]}_x{reps}.json"
     if path.is_file():
         return path
     meta = {k: v for k, v in doc.items() if k != "traceEvents"}
-    timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
     t0 = min(e["ts"] for e in timed)
     span = max(e["ts"] + (e.get("dur") or 0) for e in timed) - t0 + 1000
     steps = [
