@@ -1,5 +1,6 @@
 """Derived per-event tables: ``ops`` (one row per framework op/annotation) and ``kernels`` (one row
-per device execution), computed once from the event table.
+per device execution), computed once from the trace's event index
+(:class:`opscope.trace.index.EventIndex`; an events table is indexed on the fly).
 
 Definitions (the same as torch.profiler's ``key_averages()`` where it has one):
 

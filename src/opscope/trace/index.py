@@ -15,13 +15,20 @@ computed on first use:
   (``launch_id``);
 * the **op tree** (framework events of kind op, annotation and step nested with Python frames
   skipped; see :mod:`opscope.trace.derived`): ``tree_parent``, ``depth``, ``in_tree``,
-  ``is_leaf``, ``child_dur`` (durations of the direct children, runtime calls included) and
-  ``self_ns``;
+  ``is_leaf``, ``child_dur`` (durations of the direct children, runtime calls included),
+  ``self_ns`` and :meth:`EventIndex.subtree_sum`;
 * ``thread`` - one code per (rank, pid, tid);
-* ``shapes`` - the recorded ``Input Dims``/``Input type`` of each event (:class:`Shapes`).
+* ``shapes`` - the recorded ``Input Dims``/``Input type`` of each framework event
+  (:class:`Shapes`, cut out of the ``args`` text by :func:`shape_texts`);
+* inverse links: :meth:`EventIndex.pointing_at` gives the rows whose ``op``, ``launch``,
+  ``parent`` or ``tree_parent`` is a given row (CSR-style, one stable sort per link).
 
-A step window is a mask over the index (``step`` between two bounds), never a copy.
-:data:`DEVICE_WORK_KINDS` is the one list of the kinds that count as device work.
+Consumers keep what they derive from the index on it with :meth:`EventIndex.memo`, so a second
+analysis of the same trace (another step window, the explorer) reuses it.  A step window is a
+mask over the index (:meth:`EventIndex.in_steps`), never a copy.  :data:`DEVICE_WORK_KINDS` is
+the one list of the kinds that count as device work.  :func:`sure_json` and
+:func:`top_level_strings` read values off compact ``args`` texts where that is provably what
+orjson would decode.
 """
 
 from __future__ import annotations
@@ -346,8 +353,7 @@ class EventIndex:
         """The recorded input shapes of the framework events (:class:`Shapes`,
         :func:`shape_texts`); other events have none."""
         code = np.full(self.n, -1, dtype=np.int64)
-        fw = self.is_framework
-        dims, types, has = shape_texts(self.events.column("args").filter(pa.array(fw)))
+        dims, types, has = shape_texts(self.events.column("args"), self.is_framework)
         if not has.any():
             return Shapes(code=code, dims=[], types=[])
         keep = pa.array(has)
@@ -356,7 +362,7 @@ class EventIndex:
         width = len(t_codes.values) + 1
         key = (d_codes.codes.astype(np.int64) + 1) * width + (t_codes.codes.astype(np.int64) + 1)
         uniq, inverse = np.unique(key, return_inverse=True)
-        code[np.flatnonzero(fw)[has]] = inverse.reshape(-1)
+        code[has] = inverse.reshape(-1)
         return Shapes(
             code=code,
             dims=[None if c < 0 else str(d_codes.values[c]) for c in (uniq // width - 1).tolist()],
@@ -386,23 +392,53 @@ _TYPES_VALUE = r'^\[(?:"[^"]*"(?:,"[^"]*")*)?\]$'
 _DEEP = 1000
 
 
-def shape_texts(args: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array, np.ndarray]:
-    """``Input Dims`` and ``Input type`` of every ``args`` text, each as ``orjson.dumps`` writes
-    the value of ``orjson.loads(text)``, plus the mask of the rows whose text contains
-    ``"Input Dims"`` (the others, and texts orjson refuses, give None/None).
+_PIECE_ROWS = 1 << 16  # texts per pass: buffers stay small and are reused, not faulted in anew
+
+
+def shape_texts(
+    args: pa.ChunkedArray | pa.Array, rows: np.ndarray | None = None
+) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
+    """``Input Dims`` and ``Input type`` of every ``args`` text (of the ``rows`` mask, when
+    given; others get None), each as ``orjson.dumps`` writes the value of
+    ``orjson.loads(text)``, plus the mask of the rows whose text contains ``"Input Dims"``
+    (the others, and texts orjson refuses, give None/None).
 
     The text is valid, compact JSON (ingest checks it and removes whitespace outside strings).
     Where both values can be proven equal to what orjson would write - one object, no nested
     object, no escape, no number orjson might read otherwise, each key once, values that are
     lists of unsigned integers (dims) or of plain strings (types) - they are cut out of the
-    text by a few vectorised Arrow passes; the other texts are decoded with orjson one by one.
+    text by a few vectorised passes (a slice of at most ``_PIECE_ROWS`` texts at a time); the
+    other texts are decoded with orjson one by one.
     """
     col = args if isinstance(args, pa.ChunkedArray) else pa.chunked_array([args], pa.string())
-    n = len(col)
-    has = bools(pc.match_substring_regex(col, '"Input Dims"')) if n else np.zeros(0, dtype=bool)
+    dims: list[pa.Array] = []
+    types: list[pa.Array] = []
+    has: list[np.ndarray] = []
+    at = 0
+    for chunk in col.chunks:
+        for lo in range(0, len(chunk), _PIECE_ROWS):
+            piece = chunk.slice(lo, _PIECE_ROWS)
+            want = None if rows is None else rows[at : at + len(piece)]
+            d, t, h = _shape_piece(piece, want)
+            dims.append(d)
+            types.append(t)
+            has.append(h)
+            at += len(piece)
+    return (
+        pa.chunked_array(dims, pa.string()),
+        pa.chunked_array(types, pa.string()),
+        np.concatenate(has) if has else np.zeros(0, dtype=bool),
+    )
+
+
+def _shape_piece(texts: pa.Array, want: np.ndarray | None) -> tuple[pa.Array, pa.Array, np.ndarray]:
+    n = len(texts)
+    has = bools(pc.match_substring_regex(texts, '"Input Dims"')) if n else np.zeros(0, bool)
+    if want is not None:
+        has &= want
     if not has.any():
         return pa.nulls(n, pa.string()), pa.nulls(n, pa.string()), has
-    sub = col.filter(pa.array(has)).combine_chunks()
+    sub = texts.filter(pa.array(has))
     sure = sure_json(sub, nested=False)
     (dims, d_ok), (types, t_ok) = _values_after(sub, ("Dims", "type"), (_DIMS_VALUE, _TYPES_VALUE))
     d_ok &= ints(pc.count_substring(dims, "["), 0) == ints(pc.count_substring(dims, "]"), 0)
@@ -410,14 +446,9 @@ def shape_texts(args: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array, n
     slow = np.flatnonzero(~(sure & d_ok & t_ok))
     if len(slow):
         decoded = [_decode_shape(t) for t in sub.take(pa.array(slow)).to_pylist()]
-        mask = np.zeros(len(sub), dtype=bool)
-        mask[slow] = True
-        dims = pc.replace_with_mask(
-            dims, pa.array(mask), pa.array([d for d, _ in decoded], pa.string())
-        )
-        types = pc.replace_with_mask(
-            types, pa.array(mask), pa.array([t for _, t in decoded], pa.string())
-        )
+        mask = pa.array(np.isin(np.arange(len(sub)), slow))
+        dims = pc.replace_with_mask(dims, mask, pa.array([d for d, _ in decoded], pa.string()))
+        types = pc.replace_with_mask(types, mask, pa.array([t for _, t in decoded], pa.string()))
     on = pa.array(has)
     return (
         pc.replace_with_mask(pa.nulls(n, pa.string()), on, dims),
