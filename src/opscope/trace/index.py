@@ -33,6 +33,8 @@ orjson would decode.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -353,12 +355,11 @@ class EventIndex:
         """The recorded input shapes of the framework events (:class:`Shapes`,
         :func:`shape_texts`); other events have none."""
         code = np.full(self.n, -1, dtype=np.int64)
-        dims, types, has = shape_texts(self.events.column("args"), self.is_framework)
+        has, dims, types = _shapes_of(self.events.column("args"), self.is_framework)
         if not has.any():
             return Shapes(code=code, dims=[], types=[])
-        keep = pa.array(has)
-        d_codes = Codes.of(dims.filter(keep))
-        t_codes = Codes.of(types.filter(keep))
+        d_codes = Codes.of(dims)
+        t_codes = Codes.of(types)
         width = len(t_codes.values) + 1
         key = (d_codes.codes.astype(np.int64) + 1) * width + (t_codes.codes.astype(np.int64) + 1)
         uniq, inverse = np.unique(key, return_inverse=True)
@@ -383,9 +384,8 @@ class EventIndex:
 
 # A run of digits orjson would read as an infinite number (and refuse)
 _HUGE_NUMBER = r"[0-9]{309}"
-# Values the fast path copies verbatim, as orjson writes them back: lists (of lists) of
-# unsigned integers (dims; brackets balanced, checked apart), lists of plain strings (types)
-_DIMS_VALUE = r"^\[[\[\],0-9]*\]$"
+# Values the fast path copies verbatim, as orjson writes them back: lists of plain strings
+# (types; dims are checked byte by byte, _plain_int_lists)
 _TYPES_VALUE = r'^\[(?:"[^"]*"(?:,"[^"]*")*)?\]$'
 # orjson refuses nesting deeper than 1024 levels: a text with this many ``[`` is left to it
 # (a shorter text cannot hold them)
@@ -393,6 +393,7 @@ _DEEP = 1000
 
 
 _PIECE_ROWS = 1 << 16  # texts per pass: buffers stay small and are reused, not faulted in anew
+_MAX_THREADS = 8
 
 
 def shape_texts(
@@ -407,54 +408,104 @@ def shape_texts(
     Where both values can be proven equal to what orjson would write - one object, no nested
     object, no escape, no number orjson might read otherwise, each key once, values that are
     lists of unsigned integers (dims) or of plain strings (types) - they are cut out of the
-    text by a few vectorised passes (a slice of at most ``_PIECE_ROWS`` texts at a time); the
-    other texts are decoded with orjson one by one.
+    text by a few vectorised passes (a slice of at most ``_PIECE_ROWS`` texts at a time, slices
+    on as many threads as there are CPUs); the other texts are decoded with orjson one by one.
     """
+    has, dims, types = _shapes_of(args, rows)
+    on = pa.array(has)
+    nulls = pa.nulls(len(has), pa.string())
+    return (
+        pa.chunked_array([pc.replace_with_mask(nulls, on, dims.combine_chunks())]),
+        pa.chunked_array([pc.replace_with_mask(nulls, on, types.combine_chunks())]),
+        has,
+    )
+
+
+def _shapes_of(
+    args: pa.ChunkedArray | pa.Array, rows: np.ndarray | None
+) -> tuple[np.ndarray, pa.ChunkedArray, pa.ChunkedArray]:
+    """:func:`shape_texts` as (mask of the rows with ``"Input Dims"``, their dims, their
+    types): the values of those rows only, in row order."""
     col = args if isinstance(args, pa.ChunkedArray) else pa.chunked_array([args], pa.string())
-    dims: list[pa.Array] = []
-    types: list[pa.Array] = []
-    has: list[np.ndarray] = []
+    pieces: list[tuple[pa.Array, np.ndarray | None]] = []
     at = 0
     for chunk in col.chunks:
         for lo in range(0, len(chunk), _PIECE_ROWS):
             piece = chunk.slice(lo, _PIECE_ROWS)
-            want = None if rows is None else rows[at : at + len(piece)]
-            d, t, h = _shape_piece(piece, want)
-            dims.append(d)
-            types.append(t)
-            has.append(h)
+            pieces.append((piece, None if rows is None else rows[at : at + len(piece)]))
             at += len(piece)
+    # the passes release the GIL: slices run side by side, as the ingest's runs do
+    workers = min(len(pieces), os.cpu_count() or 1, _MAX_THREADS)
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            done = list(pool.map(lambda p: _shape_piece(*p), pieces))
+    else:
+        done = [_shape_piece(*p) for p in pieces]
     return (
-        pa.chunked_array(dims, pa.string()),
-        pa.chunked_array(types, pa.string()),
-        np.concatenate(has) if has else np.zeros(0, dtype=bool),
+        np.concatenate([h for h, _, _ in done]) if done else np.zeros(0, dtype=bool),
+        pa.chunked_array([d for _, d, _ in done], pa.string()),
+        pa.chunked_array([t for _, _, t in done], pa.string()),
     )
 
 
-def _shape_piece(texts: pa.Array, want: np.ndarray | None) -> tuple[pa.Array, pa.Array, np.ndarray]:
+def _shape_piece(texts: pa.Array, want: np.ndarray | None) -> tuple[np.ndarray, pa.Array, pa.Array]:
     n = len(texts)
-    has = bools(pc.match_substring_regex(texts, '"Input Dims"')) if n else np.zeros(0, bool)
-    if want is not None:
-        has &= want
-    if not has.any():
-        return pa.nulls(n, pa.string()), pa.nulls(n, pa.string()), has
-    sub = texts.filter(pa.array(has))
+    has = np.zeros(n, dtype=bool)
+    cand = np.arange(n) if want is None else np.flatnonzero(want)
+    if len(cand) < n:
+        texts = texts.take(pa.array(cand))
+    hit = bools(pc.match_substring_regex(texts, '"Input Dims"')) if len(cand) else has[:0]
+    has[cand[hit]] = True
+    if not hit.any():
+        empty = pa.array([], pa.string())
+        return has, empty, empty
+    sub = texts.filter(pa.array(hit))
     sure = sure_json(sub, nested=False)
-    (dims, d_ok), (types, t_ok) = _values_after(sub, ("Dims", "type"), (_DIMS_VALUE, _TYPES_VALUE))
-    d_ok &= ints(pc.count_substring(dims, "["), 0) == ints(pc.count_substring(dims, "]"), 0)
-    d_ok &= ~bools(pc.match_substring_regex(dims, "[0-9]{20}"))
+    (dims, d_ok), (types, t_ok) = _values_after(
+        sub, ("Dims", "type"), (_plain_int_lists, _plain_string_lists)
+    )
     slow = np.flatnonzero(~(sure & d_ok & t_ok))
     if len(slow):
         decoded = [_decode_shape(t) for t in sub.take(pa.array(slow)).to_pylist()]
         mask = pa.array(np.isin(np.arange(len(sub)), slow))
         dims = pc.replace_with_mask(dims, mask, pa.array([d for d, _ in decoded], pa.string()))
         types = pc.replace_with_mask(types, mask, pa.array([t for _, t in decoded], pa.string()))
-    on = pa.array(has)
-    return (
-        pc.replace_with_mask(pa.nulls(n, pa.string()), on, dims),
-        pc.replace_with_mask(pa.nulls(n, pa.string()), on, types),
-        has,
+    return has, dims, types
+
+
+_INT_LIST_BYTES = np.zeros(256, dtype=bool)
+_INT_LIST_BYTES[[ord(c) for c in "[],0123456789"]] = True
+
+
+def _plain_int_lists(values: pa.Array) -> np.ndarray:
+    """Which texts are lists (of lists) of unsigned integers of at most 19 digits, brackets
+    balanced: what orjson writes back byte for byte."""
+    n = len(values)
+    body, starts, ends = _string_buffers(values)
+    ok = (ends - starts) >= 2
+    if not len(body):
+        return np.zeros(n, dtype=bool)
+    ok &= body[np.minimum(starts, len(body) - 1)] == ord("[")
+    ok &= body[np.maximum(ends - 1, 0)] == ord("]")
+
+    def rows_at(pos: np.ndarray) -> np.ndarray:
+        return np.asarray(np.searchsorted(starts, pos, side="right") - 1, dtype=np.int64)
+
+    ok[rows_at(np.flatnonzero(~_INT_LIST_BYTES[body]))] = False
+    depth = np.concatenate(
+        ([0], np.cumsum((body == ord("[")).astype(np.int64) - (body == ord("]"))))
     )
+    ok &= depth[ends] == depth[starts]
+    digits = np.concatenate(([0], np.cumsum((body - ord("0")) < 10)))
+    if len(body) >= 20:
+        run = np.flatnonzero(digits[20:] - digits[:-20] == 20)
+        ok[rows_at(run)] = False
+    return np.asarray(ok, dtype=bool)
+
+
+def _plain_string_lists(values: pa.Array) -> np.ndarray:
+    """Which texts are lists of strings (no escapes in the text): what orjson writes back."""
+    return bools(pc.match_substring_regex(values, _TYPES_VALUE))
 
 
 def _string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -551,19 +602,19 @@ def top_level_strings(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray
 
 
 def _values_after(
-    sub: pa.Array, keys: tuple[str, ...], value_res: tuple[str, ...]
+    sub: pa.Array, keys: tuple[str, ...], checks: tuple[Callable[[pa.Array], np.ndarray], ...]
 ) -> list[tuple[pa.Array, np.ndarray]]:
     """For each ``"Input <key>":`` of ``keys``: its value in each text (null where the key is
-    absent) and whether that value is sure - the key appears once and its value is a list
-    matching the key's pattern in ``value_res``.
+    absent) and whether that value is sure - the key appears once and its value passes the
+    key's check in ``checks`` (a mask over value texts).
 
     One split of the texts at ``"Input `` gives, after each such key, the piece up to the
     next one.  In valid compact JSON a list value is followed by ``,"`` (the next key) or by
     the closing ``}``: the value is cut at the first ``],"`` of its piece, or before the
     piece's last byte (``,`` before the next ``"Input ``, or the final ``}``); a cut that is
-    not the value fails the pattern (strings checked whole) or, for nested lists, the bracket
-    balance the caller checks.  A text holding ``"Input `` elsewhere than in these keys (in a
-    string) only leaves its values unsure.
+    not the value fails the check (strings checked whole, nested lists by their balance).  A
+    text holding ``"Input `` elsewhere than in these keys (in a string) only leaves its values
+    unsure.
     """
     n = len(sub)
     parts = pc.split_pattern(sub, '"Input ')
@@ -574,7 +625,7 @@ def _values_after(
     first_piece = np.zeros(len(pieces), dtype=bool)
     first_piece[list_offsets[:-1][counts > 0]] = True  # the text before the first key
     out: list[tuple[pa.Array, np.ndarray]] = []
-    for key, value_re in zip(keys, value_res, strict=True):
+    for key, check in zip(keys, checks, strict=True):
         head = key + '":'
         mine = np.flatnonzero(bools(pc.starts_with(pieces, head)) & ~first_piece)
         count = np.bincount(row_of[mine], minlength=n)
@@ -595,7 +646,7 @@ def _values_after(
             )
             found = spans.take(pa.array(np.arange(0, len(bounds), 2)))
             rows = row_of[once]
-            ok[rows] = bools(pc.match_substring_regex(found, value_re))
+            ok[rows] = check(found)
             mask = np.zeros(n, dtype=bool)
             mask[rows] = True
             value = pc.replace_with_mask(value, pa.array(mask), found)

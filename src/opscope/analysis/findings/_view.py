@@ -35,7 +35,7 @@ from opscope.trace.arrays import bools
 from opscope.trace.index import DEVICE_WORK_KINDS, EventIndex, top_level_strings
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
 WORK_KINDS = DEVICE_WORK_KINDS
 MAX_EVIDENCE_IDS = 50
@@ -283,7 +283,7 @@ class EventView:
             return tensor_inputs(self.args(row))
         return self.inputs_of_code(code)
 
-    def inputs_flag(self, rows: np.ndarray, test: Any) -> np.ndarray:
+    def inputs_flag(self, rows: np.ndarray, test: Callable[[TensorInputs], bool]) -> np.ndarray:
         """``test(tensor_inputs)`` of each row, evaluated once per distinct recorded shape."""
         rows = np.asarray(rows, dtype=np.int64)
         codes = self.input_codes(rows)
