@@ -24,7 +24,6 @@ FRONT_ENDS = (
 RENDERERS_MAY_IMPORT = ("opscope.render", "opscope.analysis", "opscope.errors")
 
 
-
 def _within(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 

@@ -16,24 +16,22 @@ From a framework op the chain covers every runtime call made while the op ran on
 (its own and its children's launches, each path starting at the innermost op that issued it);
 from a runtime call, its op and the device work it launched; from a device execution, its
 launch and the op that issued it ("and back").  ``stack`` is the framework call stack above the
-chain's op, outermost first.  Times are relative to the index origin (``t``), as in
-:mod:`opscope.trace.viewport`.
+chain's op, outermost first.  Times are relative to the viewport's origin (``t``), as in
+:mod:`opscope.trace.viewport`; links are followed through the trace's event index.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from opscope.trace.viewport import EventIndex
+from opscope.trace.viewport import Viewport
 
 MAX_PATHS = 200
 
 ROLE = {0: "framework op", 1: "runtime launch", 2: "device execution"}
 
 
-def _hop(index: EventIndex, row: int, prev: dict[str, Any] | None) -> dict[str, Any]:
+def _hop(index: Viewport, row: int, prev: dict[str, Any] | None) -> dict[str, Any]:
     rec = index.record(row)
     rec["role"] = ROLE.get(int(index.group[row]), "event")
     if prev is None:
@@ -45,19 +43,19 @@ def _hop(index: EventIndex, row: int, prev: dict[str, Any] | None) -> dict[str, 
     return rec
 
 
-def _path(index: EventIndex, rows: list[int]) -> list[dict[str, Any]]:
+def _path(index: Viewport, rows: list[int]) -> list[dict[str, Any]]:
     hops: list[dict[str, Any]] = []
     for r in rows:
         hops.append(_hop(index, r, hops[-1] if hops else None))
     return hops
 
 
-def _launched(index: EventIndex, runtime_row: int) -> list[int]:
+def _launched(index: Viewport, runtime_row: int) -> list[int]:
     """Device executions launched by this runtime call, in start order."""
     return [int(r) for r in index.launched_rows(runtime_row)]
 
 
-def _stack(index: EventIndex, row: int) -> list[int]:
+def _stack(index: Viewport, row: int) -> list[int]:
     out: list[int] = []
     p = int(index.parent_row[row])
     while p >= 0 and len(out) < 256:
@@ -67,7 +65,7 @@ def _stack(index: EventIndex, row: int) -> list[int]:
     return out[::-1]
 
 
-def _runtime_lane(index: EventIndex, op_row: int) -> int | None:
+def _runtime_lane(index: Viewport, op_row: int) -> int | None:
     """The runtime lane of the op's thread (same rank, process and thread)."""
     lane = index.lanes[int(index.lane_of[op_row])]
     for other in index.lanes:
@@ -81,9 +79,7 @@ def _runtime_lane(index: EventIndex, op_row: int) -> int | None:
     return None
 
 
-def dependency_chain(
-    index: EventIndex, event_id: int, max_paths: int = MAX_PATHS
-) -> dict[str, Any]:
+def dependency_chain(index: Viewport, event_id: int, max_paths: int = MAX_PATHS) -> dict[str, Any]:
     """The chain through ``event_id`` (see the module docstring); ``KeyError`` if unknown."""
     row = index.row_of(event_id)
     if row < 0:
@@ -117,8 +113,8 @@ def dependency_chain(
         if not any(index.group[r] == 2 for p in paths for r in p):
             # runtime calls on other lanes that the trace attributes to this op (Neuron's
             # runtime runs on its own threads, e.g. nrta_execute_schedule on NC lanes)
-            issued = np.flatnonzero((index.group == 1) & (index.op_row == row))
-            issued = issued[np.argsort(index.rel[issued], kind="stable")]
+            issued = index.issued_rows(row)
+            issued = issued[index.group[issued] == 1]
             truncated = max(truncated, len(issued) - max_paths)
             for rt in issued[:max_paths].tolist():
                 launched = _launched(index, rt)

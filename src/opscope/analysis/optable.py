@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.markers import SYNC_ANNOTATION
-from opscope.trace.arrays import DEVICE_WORK_KINDS, codes, ints, isin
+from opscope.trace.arrays import Codes, ints
+from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
@@ -140,7 +141,9 @@ def op_table(trace: Trace, steps: tuple[int, int] | None = None) -> OpTable:
     """Aggregate the trace's ops per name (and per name + shapes)."""
     ops = select_window(trace.ops, steps)
     device_is_host = trace.device.kind == "cpu"
-    keep = ~isin(ops.column("kind"), ("step",)) & ~isin(ops.column("name"), BOOKKEEPING_NAMES)
+    keep = ~Codes.of(ops.column("kind")).eq("step") & ~Codes.of(ops.column("name")).isin(
+        BOOKKEEPING_NAMES
+    )
     ops = ops.filter(pa.array(keep))
 
     ops = merge_duplicate_nodes(ops)
@@ -149,7 +152,9 @@ def op_table(trace: Trace, steps: tuple[int, int] | None = None) -> OpTable:
         device_total_ns = int(pc.sum(ops.column("device_self_ns")).as_py() or 0)
     else:
         ev = select_window(trace.events, steps)
-        work = isin(ev.column("source"), ("device",)) & isin(ev.column("kind"), DEVICE_WORK_KINDS)
+        work = Codes.of(ev.column("source")).eq("device") & Codes.of(ev.column("kind")).isin(
+            DEVICE_WORK_KINDS
+        )
         device_total_ns = int(ints(ev.column("dur_ns"), 0)[work].sum())
 
     rows = _aggregate(ops, ["name"], device_is_host, device_total_ns)
@@ -188,7 +193,7 @@ def merge_duplicate_nodes(ops: pa.Table) -> pa.Table:
     if n == 0:
         return ops
     parent_row = _parent_rows(ops)
-    names, _ = codes(ops.column("name"))
+    names = Codes.of(ops.column("name")).codes
     has_parent = parent_row >= 0
     child_count = np.bincount(parent_row[has_parent], minlength=n)
     dup = np.zeros(n, dtype=bool)

@@ -19,7 +19,8 @@ import numpy as np
 
 from opscope.analysis.optable import is_host_work
 from opscope.markers import SYNC_ANNOTATION
-from opscope.trace.arrays import DEVICE_WORK_KINDS, ints, isin
+from opscope.trace.arrays import Codes, ints
+from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
@@ -66,7 +67,7 @@ def _sum_by(keys: np.ndarray, values: np.ndarray) -> tuple[dict[int, int], dict[
 def step_stats(trace: Trace) -> list[StepStats]:
     """Statistics for every profiler step in the trace (empty list when it has no steps)."""
     ops = trace.ops
-    is_step = isin(ops.column("kind"), ("step",))
+    is_step = Codes.of(ops.column("kind")).eq("step")
     if not is_step.any():
         return []
     ids = ints(ops.column("id"))
@@ -77,7 +78,7 @@ def step_stats(trace: Trace) -> list[StepStats]:
 
     # CPU: top-level children of each step marker (opscope's own sync left out)
     parent = ints(ops.column("parent_op"))
-    top = np.isin(parent, step_ids) & ~isin(ops.column("name"), SYNC_NAMES)
+    top = np.isin(parent, step_ids) & ~Codes.of(ops.column("name")).isin(SYNC_NAMES)
     cpu_by_step, _ = _sum_by(parent[top], dur[top])
 
     if trace.device.kind == "cpu":
@@ -87,7 +88,9 @@ def step_stats(trace: Trace) -> list[StepStats]:
         dev_ns, dev_n = _sum_by(step_col[work], self_ns[work])
     else:
         ev = trace.events
-        dev = isin(ev.column("source"), ("device",)) & isin(ev.column("kind"), DEVICE_WORK_KINDS)
+        dev = Codes.of(ev.column("source")).eq("device") & Codes.of(ev.column("kind")).isin(
+            DEVICE_WORK_KINDS
+        )
         ev_step = ints(ev.column("step"))
         dev &= ev_step >= 0
         dev_ns, dev_n = _sum_by(ev_step[dev], ints(ev.column("dur_ns"), 0)[dev])

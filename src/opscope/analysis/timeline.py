@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from opscope.trace.arrays import codes, ints, value_mask
+from opscope.trace.arrays import Codes, ints
+from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
-
-_WORK_KINDS = ("kernel", "memcpy", "memset", "comm", "exec")
 
 
 @dataclass
@@ -74,22 +73,18 @@ def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
 def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSummary:
     ev = trace.events if events is None else events
     device_is_host = trace.device.kind == "cpu"
-    source_c, sources = codes(ev.column("source"))
-    timed = ~value_mask(sources, ("other",))[source_c]
+    source = Codes.of(ev.column("source"))
+    timed = ~source.eq("other")
     if not timed.any():
         return TimelineSummary(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, device_is_host)
     start = ints(ev.column("start_ns"), 0)
     end = start + ints(ev.column("dur_ns"), 0)
     t0, t1 = int(start[timed].min()), int(end[timed].max())
     wall = t1 - t0
-    kind_c, kinds = codes(ev.column("kind"))
+    kind = Codes.of(ev.column("kind"))
     if device_is_host:
-        ops = np.flatnonzero(
-            value_mask(sources, ("framework",))[source_c]
-            & value_mask(kinds, ("op", "annotation"))[kind_c]
-        )
-        tid_c, _ = codes(ev.column("tid"))
-        op_tids = tid_c[ops]
+        ops = np.flatnonzero(source.eq("framework") & kind.isin(("op", "annotation")))
+        op_tids = Codes.of(ev.column("tid")).codes[ops]
         # threads in order of first appearance (ties go to the first, as always)
         present, first = np.unique(op_tids, return_index=True)
         best, span = 0, 0
@@ -102,14 +97,12 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
         parts = {"compute": busy, "comm": 0, "memcpy": 0, "memset": 0}
         pre_window = 0
     else:
-        dev = np.flatnonzero(
-            value_mask(sources, ("device",))[source_c] & value_mask(kinds, _WORK_KINDS)[kind_c]
-        )
-        dev, pre_window = _drop_pre_window(ev, dev, source_c, sources)
+        dev = np.flatnonzero(source.eq("device") & kind.isin(DEVICE_WORK_KINDS))
+        dev, pre_window = _drop_pre_window(ev, dev, source)
         s, e = start[dev], end[dev]
         busy = union_ns(s, e)
         span = int(e.max() - s.min()) if len(s) else 0
-        dkind = kind_c[dev]
+        dkind = kind.codes[dev]
         parts = {}
         for label, ks in (
             ("compute", ("kernel", "exec")),
@@ -117,7 +110,7 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
             ("memcpy", ("memcpy",)),
             ("memset", ("memset",)),
         ):
-            m = value_mask(kinds, ks)[dkind]
+            m = np.isin(dkind, [kind.code(k) for k in ks if kind.code(k) >= 0])
             parts[label] = union_ns(s[m], e[m])
     return TimelineSummary(
         wall_us=wall / 1e3,
@@ -135,9 +128,7 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
     )
 
 
-def _drop_pre_window(
-    ev: pa.Table, dev: np.ndarray, source_c: np.ndarray, sources: list[str]
-) -> tuple[np.ndarray, int]:
+def _drop_pre_window(ev: pa.Table, dev: np.ndarray, source: Codes) -> tuple[np.ndarray, int]:
     """Device work launched before the trace began: its correlation has no runtime call here.
     ``dev`` are row positions; returns the rows kept and the dropped device time (ns)."""
     corr_col = ev.column("correlation")
@@ -150,7 +141,7 @@ def _drop_pre_window(
     dev_has = has_corr[dev]
     if not dev_has.any():  # device events without correlations: nothing to check
         return dev, 0
-    runtime = np.flatnonzero(value_mask(sources, ("runtime",))[source_c])
+    runtime = np.flatnonzero(source.eq("runtime"))
     if len(runtime) == 0:  # a device-only trace: nothing to check against
         return dev, 0
     rank = ints(ev.column("rank"), 0)

@@ -1,115 +1,160 @@
-"""Arrow -> NumPy: the one set of conversions every analysis uses.
+"""Arrow -> NumPy conversions: the one set every analysis module uses.
 
-Dictionary columns (``name``, ``kind``, ``source``, ``pid``, ...) are compared on their codes:
-a test is evaluated once per distinct value, then spread to the rows by indexing, so no column
-is ever cast to Python strings row by row.
+* :func:`ints` / :func:`bools` - a numeric or boolean column as an int64 / bool array, nulls
+  filled (``fill`` for integers, False for booleans);
+* :func:`strings` - a string column (dictionary-encoded or not) as an object array of ``str``,
+  nulls as ``""``;
+* :class:`Codes` - a string column as integer codes into its distinct values, sorted: the
+  vectorised way to compare, match and group strings without a Python string per row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TypeAlias
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-Column: TypeAlias = "pa.ChunkedArray | pa.Array"
-
-# Device events that are work (the device time of an op): kernels, copies, sets, collectives,
-# Neuron executions.  Device annotations (spans over other work) and waits are not.
-DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset", "comm", "exec")
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
-def ints(col: Column, fill: int = -1) -> np.ndarray:
+def ints(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
     """An integer column as int64, nulls as ``fill``."""
     arr = col.fill_null(fill) if col.null_count else col
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def bools(col: Column) -> np.ndarray:
-    """A boolean column as bool, nulls as False."""
+def bools(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean column as a bool array, nulls as False."""
     arr = col.fill_null(False) if col.null_count else col
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def strings(col: Column, fill: str = "") -> np.ndarray:
-    """A string (or dictionary) column as an object array of ``str``, nulls as ``fill``.
-    Costs a Python string per row: prefer :func:`codes` for tests on dictionary columns."""
-    if pa.types.is_dictionary(col.type):
-        c, values = codes(col)
-        table = np.array([*values, fill], dtype=object)
-        return np.asarray(table[c], dtype=object)
-    arr = col.fill_null(fill) if col.null_count else col
+def strings(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A string column (dictionary-encoded or not) as an object array, nulls as ``""``."""
+    arr = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
+    arr = arr.fill_null("") if arr.null_count else arr
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
 
 
-def _chunks(col: Column) -> list[pa.Array]:
+def _chunks(col: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
     return list(col.chunks) if isinstance(col, pa.ChunkedArray) else [col]
 
 
-def codes(col: Column) -> tuple[np.ndarray, list[str]]:
-    """A dictionary (or string) column as ``(codes, values)``: ``values[codes[i]]`` is row
-    ``i``'s value; a null row has code ``len(values)``.  Chunks with different dictionaries
-    are mapped onto one list of distinct values."""
-    if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(col)
-    chunks = _chunks(col)
-    if not chunks:
-        return np.zeros(0, dtype=np.int64), []
-    values: list[str] = []
-    position: dict[str, int] = {}
-    parts: list[np.ndarray] = []
-    maps: list[np.ndarray] = []
-    for chunk in chunks:
-        local = chunk.dictionary.to_pylist()
-        remap = np.empty(len(local) + 1, dtype=np.int64)
-        for i, v in enumerate(local):
-            j = position.get(v)
-            if j is None:
-                j = position[v] = len(values)
-                values.append(v)
-            remap[i] = j
-        maps.append(remap)
-        idx = chunk.indices
-        parts.append(ints(idx, len(local)))
-    null_code = len(values)
-    out = []
-    for remap, part in zip(maps, parts, strict=True):
-        remap[-1] = null_code
-        out.append(remap[part])
-    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int64)), values
+class Codes:
+    """A string column as codes: ``codes[row]`` indexes ``values``, the column's distinct
+    non-null strings in sorted order (so comparing codes compares the strings); -1 is null.
 
+    Comparisons, regular expressions and prefix tests run once per distinct value and are
+    spread to the rows by indexing.  A null compares as ``""`` (as :func:`strings` reads it)
+    but never matches a pattern.
+    """
 
-def value_mask(values: list[str], wanted: Iterable[str]) -> np.ndarray:
-    """For a list of distinct values (see :func:`codes`): which are in ``wanted``; one extra
-    False entry at the end stands for null rows."""
-    want = set(wanted)
-    return np.array([v in want for v in values] + [False], dtype=bool)
+    __slots__ = ("_arrow", "_strings", "codes", "values")
 
+    def __init__(self, codes: np.ndarray, values: np.ndarray) -> None:
+        self.codes = codes
+        self.values = values
+        self._arrow: pa.Array | None = None
+        self._strings: np.ndarray | None = None
 
-def isin(col: Column, wanted: Iterable[str]) -> np.ndarray:
-    """Rows whose value is one of ``wanted`` (nulls: False)."""
-    c, values = codes(col)
-    return np.asarray(value_mask(values, wanted)[c], dtype=bool)
+    @classmethod
+    def of(cls, col: pa.ChunkedArray | pa.Array) -> Codes:
+        """The codes of a string or dictionary column."""
+        chunks = [c for c in _chunks(col) if len(c)]
+        if not chunks:
+            return cls(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=object))
+        arr = pa.chunked_array(chunks)
+        if not pa.types.is_dictionary(arr.type):
+            arr = pc.dictionary_encode(arr)
+        if arr.num_chunks > 1:
+            arr = arr.unify_dictionaries()
+        dictionary = arr.chunk(0).dictionary
+        if not pa.types.is_string(dictionary.type):
+            dictionary = dictionary.cast(pa.string())
+        idx = np.concatenate([ints(c.indices) for c in arr.chunks])
+        k = len(dictionary)
+        # distinct values, sorted; each dictionary entry -> its value's position
+        order = np.asarray(pc.array_sort_indices(dictionary), dtype=np.int64)
+        ordered = dictionary.take(pa.array(order))
+        valid = bools(ordered.is_valid())
+        new = np.ones(k, dtype=bool)
+        if k > 1:
+            new[1:] = ~bools(pc.equal(ordered[1:], ordered[:-1]))
+        new &= valid
+        rank = np.cumsum(new) - 1
+        canon = np.full(k + 1, -1, dtype=np.int32)  # the last slot: null rows (index -1)
+        canon[order] = np.where(valid, rank, -1)
+        values = np.asarray(ordered.filter(pa.array(new)).to_numpy(zero_copy_only=False))
+        return cls(canon[idx], values.astype(object))
 
+    def __len__(self) -> int:
+        return len(self.codes)
 
-def equals(col: Column, value: str) -> np.ndarray:
-    """Rows equal to ``value`` (nulls: False)."""
-    return isin(col, (value,))
+    def __getitem__(self, row: int) -> str:
+        c = int(self.codes[row])
+        return str(self.values[c]) if c >= 0 else ""
 
+    @property
+    def arrow_values(self) -> pa.Array:
+        """``values`` as an Arrow string array."""
+        if self._arrow is None:
+            self._arrow = pa.array(self.values.tolist(), pa.string())
+        return self._arrow
 
-def matches(col: Column, pattern: str, ignore_case: bool = False) -> np.ndarray:
-    """Rows matching the regular expression (RE2 syntax), tested once per distinct value."""
-    c, values = codes(col)
-    hit = bools(
-        pc.match_substring_regex(pa.array(values, pa.string()), pattern, ignore_case=ignore_case)
-    )
-    return np.asarray(np.append(hit, False)[c], dtype=bool)
+    def strings(self) -> np.ndarray:
+        """One ``str`` per row (nulls ``""``), as an object array; computed once."""
+        if self._strings is None:
+            ext = np.empty(len(self.values) + 1, dtype=object)
+            ext[:-1] = self.values
+            ext[-1] = ""
+            self._strings = ext[self.codes]
+        return self._strings
 
+    def rows(self, value_mask: np.ndarray, null: bool = False) -> np.ndarray:
+        """A mask over ``values`` spread to the rows (nulls get ``null``)."""
+        ext = np.empty(len(self.values) + 1, dtype=bool)
+        ext[:-1] = value_mask
+        ext[-1] = null
+        return np.asarray(ext[self.codes], dtype=bool)
 
-def starts_with(col: Column, prefix: str) -> np.ndarray:
-    """Rows whose value starts with ``prefix``, tested once per distinct value."""
-    c, values = codes(col)
-    table = np.array([v.startswith(prefix) for v in values] + [False], dtype=bool)
-    return np.asarray(table[c], dtype=bool)
+    def code(self, value: str) -> int:
+        """The code of ``value``, -1 when no row holds it."""
+        i = int(np.searchsorted(self.values, value)) if len(self.values) else 0
+        return i if i < len(self.values) and self.values[i] == value else -1
+
+    def eq(self, value: str) -> np.ndarray:
+        """Rows equal to ``value``."""
+        return self.isin((value,))
+
+    def isin(self, values: Iterable[str]) -> np.ndarray:
+        """Rows whose string is one of ``values``."""
+        wanted = set(values)
+        hit = np.fromiter((v in wanted for v in self.values), dtype=bool, count=len(self.values))
+        return self.rows(hit, null="" in wanted)
+
+    def value_matches(self, pattern: str, ignore_case: bool = False) -> np.ndarray:
+        """A mask over ``values``: those matching the regular expression (RE2 syntax)."""
+        if not len(self.values):
+            return np.zeros(0, dtype=bool)
+        return bools(pc.match_substring_regex(self.arrow_values, pattern, ignore_case=ignore_case))
+
+    def matches(self, pattern: str, ignore_case: bool = False) -> np.ndarray:
+        """Rows matching the regular expression (matched once per distinct value)."""
+        return self.rows(self.value_matches(pattern, ignore_case))
+
+    def starts_with(self, prefix: str) -> np.ndarray:
+        """Rows starting with ``prefix``."""
+        if not len(self.values):
+            return np.zeros(len(self.codes), dtype=bool)
+        return self.rows(bools(pc.starts_with(self.arrow_values, prefix)))
+
+    def text_codes(self) -> np.ndarray:
+        """Codes where a null takes the code of ``""`` when some row holds ``""``: equal codes
+        then mean equal strings as :func:`strings` reads them."""
+        empty = self.code("")
+        if empty < 0 or not (self.codes < 0).any():
+            return self.codes
+        return np.where(self.codes < 0, empty, self.codes).astype(np.int32)

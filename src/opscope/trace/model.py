@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from opscope.errors import OpscopeError
 from opscope.trace.device import DeviceInfo, detect_device
+
+if TYPE_CHECKING:
+    from opscope.trace.index import EventIndex
 
 
 @dataclass
@@ -127,6 +130,7 @@ class Trace:
         self.events = events
         self.meta = meta
         self._device: DeviceInfo | None = None
+        self._index: EventIndex | None = None
         self._ops: pa.Table | None = None
         self._kernels: pa.Table | None = None
         self._con: Any = None
@@ -146,12 +150,21 @@ class Trace:
         return self._device
 
     @property
+    def index(self) -> EventIndex:
+        """The events as NumPy arrays (:class:`opscope.trace.index.EventIndex`), cached."""
+        if self._index is None:
+            from opscope.trace.index import EventIndex
+
+            self._index = EventIndex(self.events)
+        return self._index
+
+    @property
     def ops(self) -> pa.Table:
         """One row per framework op/annotation/step (:func:`derived.build_ops`), cached."""
         if self._ops is None:
             from opscope.trace.derived import build_ops
 
-            self._ops = build_ops(self.events)
+            self._ops = build_ops(self.index)
         return self._ops
 
     @property
@@ -160,7 +173,7 @@ class Trace:
         if self._kernels is None:
             from opscope.trace.derived import build_kernels
 
-            self._kernels = build_kernels(self.events)
+            self._kernels = build_kernels(self.index)
         return self._kernels
 
     def column(self, name: str) -> list[Any]:

@@ -106,6 +106,10 @@ CATEGORY_MAP: dict[str, tuple[str, str]] = {
     "neuron_hw": ("device", "exec"),
 }
 
+# Device events that are work (an op's device time): kernels, copies, sets, collectives,
+# Neuron executions.  Device annotations (spans over other work) and waits are not.
+DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset", "comm", "exec")
+
 # Device kernels that are collectives: counted as device work, classed as communication.
 COMM_KERNEL_MARKERS = ("nccl", "rccl", "all_reduce", "allreduce", "all_gather", "reduce_scatter")
 

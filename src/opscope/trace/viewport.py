@@ -11,9 +11,11 @@ A timeline front-end needs three things from a trace, fast, whatever its size:
   screen, not by the events in the trace (1M events cost the same as 1k once zoomed out);
 * one event in full (name, times, lane, links, ``args`` decoded) for a details panel.
 
-:class:`EventIndex` is built once per trace (a few numpy arrays, the events of each lane sorted
-by start) and answers each query with vectorised numpy in milliseconds.  Times it returns are
-integer nanoseconds **relative to** ``EventIndex.origin_ns`` (the first event's start) under the
+:class:`Viewport` is built once per trace over the trace's event index
+(:class:`opscope.trace.index.EventIndex`, ``Trace.index``: ids, codes, links): it adds only
+what drawing needs - the lanes, each event's nesting row, the events of each lane sorted by
+start - and answers each query with vectorised numpy in milliseconds.  Times it returns are
+integer nanoseconds **relative to** ``Viewport.origin_ns`` (the first event's start) under the
 key ``t``, because absolute nanosecond timestamps (~1.7e18) do not survive a JavaScript number;
 records also carry the absolute ``start_ns``.  This module never imports a front-end.
 """
@@ -25,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import orjson
-import pyarrow as pa
 
 from opscope.trace.model import Trace
 
@@ -62,21 +63,6 @@ class Lane:
         }
 
 
-def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """Dictionary column -> (int codes with -1 for null, the values)."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if not pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_encode()
-    idx = arr.indices.to_numpy(zero_copy_only=False)
-    if arr.null_count:
-        idx = np.where(arr.is_valid().to_numpy(zero_copy_only=False), idx, -1)
-    return idx.astype(np.int64), [str(v) for v in arr.dictionary.to_pylist()]
-
-
-def _ints(col: pa.ChunkedArray, fill: int = -1) -> np.ndarray:
-    return np.asarray(col.fill_null(fill).to_numpy(), dtype=np.int64)
-
-
 def _nest_depth(parent_row: np.ndarray, same_group: np.ndarray) -> np.ndarray:
     """Depth of each event in its call tree (``parent_row`` already limited to ancestors drawn
     on the same lane); ``same_group`` masks the events that have such a parent at all."""
@@ -108,37 +94,37 @@ def _stack_rows(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return rows
 
 
-class EventIndex:
-    """Per-trace arrays for viewport, event and chain queries (build once, query many)."""
+class Viewport:
+    """Per-trace lanes and nesting rows for viewport, event and chain queries (build once,
+    query many)."""
 
     def __init__(self, trace: Trace) -> None:
-        ev = trace.events
+        ix = trace.index
         self.trace = trace
-        n = ev.num_rows
+        self.index = ix
+        n = ix.n
         self.n = n
-        self.ids = _ints(ev.column("id"))
-        self.start = _ints(ev.column("start_ns"), 0)
-        self.dur = np.maximum(_ints(ev.column("dur_ns"), 0), 0)
+        self.ids = ix.ids
+        self.start = ix.start
+        self.dur = np.maximum(ix.dur, 0)
         self.origin_ns = int(self.start.min()) if n else 0
         self.rel = self.start - self.origin_ns
         self.end = self.rel + self.dur
-        self.rank = np.asarray(ev.column("rank").to_numpy(), dtype=np.int64)
-        self.name_code, self.names = _codes(ev.column("name"))
-        self.source_code, self.sources = _codes(ev.column("source"))
-        self.kind_code, self.kinds = _codes(ev.column("kind"))
-        pid_code, self.pids = _codes(ev.column("pid"))
-        lane_code, self.lane_names = _codes(ev.column("lane"))
-        tid_code, self.tids = _codes(ev.column("tid"))
+        self.rank = ix.rank
+        self.name_code, self.names = ix.name.codes, [str(v) for v in ix.name.values]
+        self.source_code, self.sources = ix.source.codes, [str(v) for v in ix.source.values]
+        self.kind_code, self.kinds = ix.kind.codes, [str(v) for v in ix.kind.values]
+        pid_code, self.pids = ix.pid.codes.astype(np.int64), [str(v) for v in ix.pid.values]
+        lane_code, self.lane_names = (
+            ix.lane.codes.astype(np.int64),
+            [str(v) for v in ix.lane.values],
+        )
+        tid_code, self.tids = ix.tid.codes, [str(v) for v in ix.tid.values]
         self.pid_code, self.lane_code, self.tid_code = pid_code, lane_code, tid_code
-        # id -> row (ids are row positions at ingest, but do not rely on it)
-        self._id_order = np.argsort(self.ids, kind="stable")
-        self._sorted_ids = self.ids[self._id_order]
-        self.parent_row = self.rows_of(_ints(ev.column("parent_id")))
-        self.op_row = self.rows_of(_ints(ev.column("op_id")))
-        self.launch_row = self.rows_of(_ints(ev.column("launch_id")))
-        self.step = _ints(ev.column("step"))
-        self._launch_order: np.ndarray | None = None
-        self._launch_sorted = np.zeros(0, dtype=np.int64)
+        self.parent_row = ix.parent
+        self.op_row = ix.op
+        self.launch_row = ix.launch
+        self.step = ix.step
 
         group_of_code = np.array(
             [_GROUP_OF_SOURCE.get(s, 0) for s in self.sources] or [0], dtype=np.int64
@@ -226,21 +212,21 @@ class EventIndex:
 
     # -- lookups ---------------------------------------------------------------------------
     def rows_of(self, ids: np.ndarray) -> np.ndarray:
-        """Rows of event ids (-1 where the id is null or absent)."""
-        ids = np.asarray(ids, dtype=np.int64)
-        if self.n == 0:
-            return np.full(len(ids), -1, dtype=np.int64)
-        pos = np.clip(np.searchsorted(self._sorted_ids, ids), 0, self.n - 1)
-        found = (self._sorted_ids[pos] == ids) & (ids >= 0)
-        return np.where(found, self._id_order[pos], -1)
+        """Rows of event ids (-1 where the id is absent)."""
+        return self.index.rows_of(np.asarray(ids, dtype=np.int64))
 
     def launched_rows(self, runtime_row: int) -> np.ndarray:
         """Rows of the device executions launched by this runtime call, in start order."""
-        if self._launch_order is None:
-            self._launch_order = np.argsort(self.launch_row, kind="stable")
-            self._launch_sorted = self.launch_row[self._launch_order]
-        lo, hi = np.searchsorted(self._launch_sorted, [runtime_row, runtime_row + 1])
-        rows = self._launch_order[lo:hi]
+        if runtime_row < 0:
+            return np.zeros(0, dtype=np.int64)
+        rows = self.index.pointing_at("launch", runtime_row)
+        return rows[np.argsort(self.rel[rows], kind="stable")]
+
+    def issued_rows(self, op_row: int) -> np.ndarray:
+        """Rows whose issuing framework op is ``op_row``, in start order."""
+        if op_row < 0:
+            return np.zeros(0, dtype=np.int64)
+        rows = self.index.pointing_at("op", op_row)
         return rows[np.argsort(self.rel[rows], kind="stable")]
 
     def rows_starting_in(self, lane_id: int, t0: int, t1: int) -> np.ndarray:
@@ -276,8 +262,7 @@ class EventIndex:
         lr = int(self.launch_row[row])
         rec["launch_id"] = int(self.ids[lr]) if lr >= 0 else None
         if args:
-            raw = self.trace.events.column("args")[row].as_py()
-            rec["args"] = _decode_args(raw)
+            rec["args"] = _decode_args(self.index.args_text(row))
         return rec
 
     def event(self, event_id: int) -> dict[str, Any] | None:
@@ -287,9 +272,8 @@ class EventIndex:
 
     def occurrences(self, name: str, limit: int = 10_000) -> dict[str, Any]:
         """Every framework event with this name (ids, lanes, ``t``, ``dur``), at most ``limit``."""
-        try:
-            code = self.names.index(name)
-        except ValueError:
+        code = self.index.name.code(name)
+        if code < 0:
             return {"name": name, "count": 0, "ids": [], "lane": [], "t": [], "dur": []}
         rows = np.flatnonzero((self.name_code == code) & (self.group == 0))
         rows = rows[np.argsort(self.rel[rows], kind="stable")]
@@ -344,8 +328,7 @@ class EventIndex:
             if len(big) > budget:  # keep the widest: they are what the eye sees
                 keep = np.argsort(-self.dur[big], kind="stable")[:budget]
                 big = np.sort(big[keep])
-                wide_ids = set(big.tolist())
-                wide = np.array([r in wide_ids for r in cand.tolist()], dtype=bool)
+                wide = np.isin(cand, big)
             budget -= len(big)
             small = cand[~wide]
             aggregated += len(small)
@@ -456,3 +439,7 @@ def _natural(text: str) -> tuple[Any, ...]:
     import re
 
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+
+
+# The name the explorer knows the viewport by.
+EventIndex = Viewport

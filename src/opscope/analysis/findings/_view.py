@@ -1,14 +1,18 @@
 """Shared, vectorised views of a trace for the finding rules (computed once per Context).
 
-Not a rule: a rule module imports what it needs from here.  Everything is NumPy arrays indexed
-by *row* (an event's position in ``ctx.trace.events``; ``id - base``), so rules can follow
-links (``parent``, ``op``, ``launch``) by plain indexing instead of per-event Python loops.
+Not a rule: a rule module imports what it needs from here.  :class:`EventView` is the trace's
+:class:`~opscope.trace.index.EventIndex` (``ctx.trace.index``, built once per trace) seen
+through the context's window: everything is NumPy arrays indexed by *row* (an event's
+position in ``ctx.trace.events``), so rules follow links (``parent``, ``op``, ``launch``) by
+plain indexing instead of per-event Python loops, and compare strings through the index's
+codes (``v.index.name``, ``v.index.kind``...).
 
 Definitions used by several rules:
 
 * *window* - the events of the analysed steps (``ctx.window_steps``), every event when None.
-* *device executions* - device events of kind kernel, memcpy, memset, comm or exec.  On a
-  CPU-only trace the device is the CPU and the executions are the computing leaf ops
+* *device executions* - device events of a kind in
+  :data:`~opscope.trace.schema.DEVICE_WORK_KINDS`.  On a CPU-only trace the device is the CPU
+  and the executions are the computing leaf ops
   (:func:`opscope.analysis.optable.is_host_work`).
 * *unit* - the op the program itself called: an execution's op, climbed up through enclosing
   ``aten::`` ops to the outermost one (``aten::linear`` rather than the ``aten::addmm`` it
@@ -17,7 +21,7 @@ Definitions used by several rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,86 +29,143 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from opscope.analysis.findings.base import Context, Evidence
+from opscope.analysis.findings.base import Context, Evidence, severity_of, share_of_wall
 from opscope.analysis.optable import BOOKKEEPING_NAMES, NO_COMPUTE_OPS
-from opscope.trace.derived import op_tree_parent
+from opscope.trace.arrays import bools
+from opscope.trace.index import EventIndex, top_level_strings
+from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
-WORK_KINDS = ("kernel", "memcpy", "memset", "comm", "exec")
+WORK_KINDS = DEVICE_WORK_KINDS
 MAX_EVIDENCE_IDS = 50
 
+# the names rules already imported from here
+share = share_of_wall
+severity = severity_of
 
-def _np_int(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
-    arr = col.fill_null(fill) if col.null_count else col
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
-def _bool(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    arr = arr.fill_null(False) if arr.null_count else arr
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
+TensorInputs = list[tuple[list[int], str]]
 
 
-def _dict_match(col: pa.ChunkedArray, pattern: str, ignore_case: bool) -> np.ndarray:
-    if not pa.types.is_dictionary(col.type):
-        return _bool(pc.match_substring_regex(col, pattern, ignore_case=ignore_case))
-    parts: list[np.ndarray] = []
-    for chunk in col.chunks:
-        hit = _bool(pc.match_substring_regex(chunk.dictionary, pattern, ignore_case=ignore_case))
-        idx = chunk.indices
-        if idx.null_count:
-            valid = np.asarray(idx.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-            pos = np.asarray(idx.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-            parts.append(hit[pos] & valid)
-        else:
-            parts.append(hit[np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.int64)])
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+def _flags(index: EventIndex) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(is_op, is_aten, is_steplike) of every row (window-independent, kept on the index)."""
+    op_like = index.is_framework & index.kind.isin(("op", "annotation"))
+    is_aten = op_like & index.name.starts_with("aten::")
+    # older traces record ProfilerStep#N as a cpu_op: it is still a step
+    is_steplike = index.kind.eq("step") | (op_like & index.name.starts_with("ProfilerStep#"))
+    return op_like & ~is_steplike, is_aten, is_steplike
 
 
-def _np_str(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    arr = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
-    arr = arr.fill_null("") if arr.null_count else arr
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
-
-
-@dataclass
 class EventView:
-    """The event table as NumPy arrays (see the module docstring)."""
+    """The event index through one window (see the module docstring).
 
-    n: int
-    base: int
-    ids: np.ndarray
-    source: np.ndarray
-    kind: np.ndarray
-    name: np.ndarray
-    cat: np.ndarray
-    rank: np.ndarray
-    pid: np.ndarray
-    tid: np.ndarray
-    lane: np.ndarray
-    start: np.ndarray
-    dur: np.ndarray
-    end: np.ndarray
-    parent: np.ndarray  # op-tree parent row (Python frames skipped), -1 at top level
-    op: np.ndarray  # row of the issuing framework op, -1 when none
-    launch: np.ndarray  # device rows: row of the launching runtime call, -1 when none
-    step: np.ndarray  # profiler step, -1 when none
-    in_window: np.ndarray
-    is_op: np.ndarray  # framework op/annotation (not step, not Python)
-    is_aten: np.ndarray
-    is_steplike: np.ndarray  # profiler steps, incl. ProfilerStep#N recorded as a cpu_op
-    is_leaf: np.ndarray  # framework op/annotation/step without op/annotation children
-    is_exec: np.ndarray  # device executions in the window (CPU: computing leaf ops)
-    exec_dur: np.ndarray  # duration that counts as device time (CPU: self time)
-    device_is_host: bool
-    _args: pa.ChunkedArray
-    _names: pa.ChunkedArray
-    cache: dict[str, Any] = field(default_factory=dict)
+    Arrays (row-indexed): ``ids``, ``rank``, ``start``, ``dur``, ``end``, ``step`` (-1 none),
+    ``parent`` (op-tree parent, Python frames skipped, -1 at top level), ``op`` (row of the
+    issuing framework op; on a CPU-only trace an execution is its own op), ``launch`` (device
+    rows: the launching runtime call), ``in_window``, ``is_op`` (framework op/annotation, not a
+    step), ``is_aten``, ``is_steplike`` (profiler steps, ``ProfilerStep#N`` recorded as a
+    cpu_op included), ``is_leaf``, ``is_exec`` (device executions in the window; CPU: computing
+    leaf ops), ``exec_dur`` (what counts as device time; CPU: self time).  ``source``,
+    ``kind``, ``name``, ``cat``, ``pid``, ``tid``, ``lane`` are object arrays of ``str`` made
+    on first use; rules of this package use the codes (``index.name``...) instead.
+    """
 
+    def __init__(
+        self, index: EventIndex, window_steps: tuple[int, int] | None, device_is_host: bool
+    ) -> None:
+        self.index = index
+        self.n = index.n
+        self.device_is_host = device_is_host
+        self.in_window = index.in_steps(window_steps)
+        self.is_op, self.is_aten, self.is_steplike = index.memo(
+            "findings.flags", lambda: _flags(index)
+        )
+        self.is_leaf = index.is_leaf
+        if device_is_host:
+            skip = index.memo(
+                "findings.no_host_work",
+                lambda: index.name.isin(BOOKKEEPING_NAMES | NO_COMPUTE_OPS),
+            )
+            self.is_exec = self.is_leaf & index.kind.eq("op") & ~skip & self.in_window
+            # self time of a leaf is its duration minus runtime children (none on a CPU trace)
+            self.exec_dur = np.maximum(index.self_ns, 0)
+            self.op = np.where(self.is_exec, np.arange(self.n), index.op)
+        else:
+            self.is_exec = index.is_work & self.in_window
+            self.exec_dur = index.dur
+            self.op = index.op
+        self.cache: dict[str, Any] = {}
+
+    # -- arrays of the index -------------------------------------------------------------------
+    @property
+    def ids(self) -> np.ndarray:
+        return self.index.ids
+
+    @property
+    def base(self) -> int:
+        return int(self.index.ids[0]) if self.n else 0
+
+    @property
+    def rank(self) -> np.ndarray:
+        return self.index.rank
+
+    @property
+    def start(self) -> np.ndarray:
+        return self.index.start
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.index.dur
+
+    @property
+    def end(self) -> np.ndarray:
+        return self.index.end
+
+    @property
+    def parent(self) -> np.ndarray:
+        return self.index.tree_parent
+
+    @property
+    def launch(self) -> np.ndarray:
+        return self.index.launch
+
+    @property
+    def step(self) -> np.ndarray:
+        return self.index.step
+
+    @property
+    def source(self) -> np.ndarray:
+        return self.index.source.strings()
+
+    @property
+    def kind(self) -> np.ndarray:
+        return self.index.kind.strings()
+
+    @property
+    def name(self) -> np.ndarray:
+        return self.index.name.strings()
+
+    @property
+    def cat(self) -> np.ndarray:
+        return self.index.cat.strings()
+
+    @property
+    def pid(self) -> np.ndarray:
+        return self.index.pid.strings()
+
+    @property
+    def tid(self) -> np.ndarray:
+        return self.index.tid.strings()
+
+    @property
+    def lane(self) -> np.ndarray:
+        return self.index.lane.strings()
+
+    # -- lookups -------------------------------------------------------------------------------
     def args(self, row: int) -> dict[str, Any]:
         """The ``args`` object of a row (empty when absent or unreadable)."""
-        text = self._args[row].as_py()
+        text = self.index.args_text(row)
         if not text:
             return {}
         # tolerate a stray separator before the object (seen from a trace-writer fast path)
@@ -115,36 +176,50 @@ class EventView:
             return {}
         return value if isinstance(value, dict) else {}
 
+    def arg_strings(self, rows: np.ndarray, key: str) -> np.ndarray:
+        """``args(row).get(key)`` of each row when it is a string, else None (an object
+        array); read off the texts where that is sure, decoded otherwise."""
+        rows = np.asarray(rows, dtype=np.int64)
+        texts = self.index.events.column("args").take(pa.array(rows))
+        values, sure = top_level_strings(texts.combine_chunks(), key)
+        for i in np.flatnonzero(~sure).tolist():
+            got = self.args(int(rows[i])).get(key)
+            values[i] = got if isinstance(got, str) else None
+        return values
+
+    def name_of(self, row: int) -> str:
+        return self.index.name[row]
+
     def name_matches(self, pattern: str, ignore_case: bool = False) -> np.ndarray:
-        """Rows whose name matches the regular expression: matched once per distinct name (the
-        column is dictionary-encoded), then spread to the rows."""
-        return _dict_match(self._names, pattern, ignore_case)
+        """Rows whose name matches the regular expression: matched once per distinct name,
+        then spread to the rows."""
+        return self.index.name.matches(pattern, ignore_case)
 
     def event_id(self, row: int) -> int:
-        return int(self.ids[row])
+        return int(self.index.ids[row])
 
     def unit_of(self, rows: np.ndarray) -> np.ndarray:
         """The unit (outermost enclosing ``aten::`` op, see the module docstring) of each op
         row; -1 stays -1."""
-        unit = rows.copy()
+        unit = np.array(rows, dtype=np.int64, copy=True)
+        parent, is_aten = self.parent, self.is_aten
         for _ in range(256):
             ok = unit >= 0
-            p = np.where(ok, self.parent[np.maximum(unit, 0)], -1)
-            climb = (
-                ok & (p >= 0) & self.is_aten[np.maximum(unit, 0)] & self.is_aten[np.maximum(p, 0)]
-            )
+            p = np.where(ok, parent[np.maximum(unit, 0)], -1)
+            climb = ok & (p >= 0) & is_aten[np.maximum(unit, 0)] & is_aten[np.maximum(p, 0)]
             if not climb.any():
                 break
             unit[climb] = p[climb]
-        return np.asarray(unit, dtype=np.int64)
+        return unit
 
     def chain(self, row: int, limit: int = 4) -> str:
         """``inner < outer < ...``: the op and its enclosing ops (steps left out)."""
         names: list[str] = []
         cur = row
+        framework = self.index.is_framework
         while cur >= 0 and len(names) < limit:
-            if not self.is_steplike[cur] and self.source[cur] == "framework":
-                names.append(str(self.name[cur]))
+            if not self.is_steplike[cur] and framework[cur]:
+                names.append(self.name_of(cur))
             cur = int(self.parent[cur])
         return " < ".join(names)
 
@@ -158,133 +233,102 @@ class EventView:
             cur = int(self.parent[cur])
         return -1
 
+    # -- recorded input shapes -----------------------------------------------------------------
+    def _plain_args(self) -> np.ndarray:
+        """Framework rows whose shapes the index read as :meth:`args` reads them: every row
+        but those whose text starts with something other than ``{``."""
+
+        def build() -> np.ndarray:
+            ix = self.index
+            args = ix.events.column("args")
+            odd = bools(
+                pc.and_(
+                    pc.greater(pc.binary_length(args), 0),
+                    pc.invert(pc.starts_with(args, "{")),
+                )
+            )
+            return np.asarray(ix.is_framework & ~odd, dtype=bool)
+
+        out: np.ndarray = self.index.memo("findings.plain_args", build)
+        return out
+
+    def inputs_of_code(self, code: int) -> TensorInputs:
+        """The tensor inputs of one shape code of the index (parsed once per code)."""
+        parsed: dict[int, TensorInputs] = self.index.memo("findings.inputs", dict)
+        got = parsed.get(code)
+        if got is None:
+            sh = self.index.shapes
+            d, t = sh.dims[code], sh.types[code]
+            got = tensor_inputs(
+                {
+                    "Input Dims": orjson.loads(d) if d is not None else None,
+                    "Input type": orjson.loads(t) if t is not None else None,
+                }
+            )
+            parsed[code] = got
+        return got
+
+    def input_codes(self, rows: np.ndarray) -> np.ndarray:
+        """Shape code of each row (-1: no shapes recorded); -2 for a row whose args the index
+        does not read (:meth:`tensor_inputs` decodes those itself)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        code = self.index.shapes.code[rows]
+        return np.where(self._plain_args()[rows], code, -2)
+
+    def tensor_inputs(self, row: int) -> TensorInputs:
+        """(shape, dtype) of each tensor input recorded for ``row`` (see :func:`tensor_inputs`)."""
+        code = int(self.input_codes(np.asarray([row]))[0])
+        if code == -1:
+            return []
+        if code == -2:
+            return tensor_inputs(self.args(row))
+        return self.inputs_of_code(code)
+
+    def inputs_flag(self, rows: np.ndarray, test: Callable[[TensorInputs], bool]) -> np.ndarray:
+        """``test(tensor_inputs)`` of each row, evaluated once per distinct recorded shape."""
+        rows = np.asarray(rows, dtype=np.int64)
+        codes = self.input_codes(rows)
+        out = np.zeros(len(rows), dtype=bool)
+        uniq, inverse = np.unique(codes, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        for i, c in enumerate(uniq.tolist()):
+            if c == -2:
+                for j in np.flatnonzero(inverse == i).tolist():
+                    out[j] = bool(test(tensor_inputs(self.args(int(rows[j])))))
+            else:
+                out[inverse == i] = bool(test([] if c == -1 else self.inputs_of_code(c)))
+        return out
+
 
 def view(ctx: Context) -> EventView:
-    """The :class:`EventView` of ``ctx`` (computed on first use, then shared)."""
+    """The :class:`EventView` of ``ctx`` (made on first use, then shared by the rules)."""
     cached = ctx.cache.get("view")
     if isinstance(cached, EventView):
         return cached
-    v = _build(ctx)
+    v = EventView(ctx.trace.index, ctx.window_steps, ctx.device_is_host)
     ctx.cache["view"] = v
     return v
-
-
-def _build(ctx: Context) -> EventView:
-    ev = ctx.trace.events
-    n = ev.num_rows
-    ids = _np_int(ev.column("id"))
-    base = int(ids[0]) if n else 0
-    if n and not np.array_equal(ids, np.arange(base, base + n)):
-        raise ValueError("event ids must be contiguous row positions")
-
-    def rows_of(col: str) -> np.ndarray:
-        r = _np_int(ev.column(col)) - base
-        r[r < 0] = -1
-        return r
-
-    source = _np_str(ev.column("source"))
-    kind = _np_str(ev.column("kind"))
-    name = _np_str(ev.column("name"))
-    start = _np_int(ev.column("start_ns"), 0)
-    dur = _np_int(ev.column("dur_ns"), 0)
-    step = _np_int(ev.column("step"))
-    if ctx.window_steps is None:
-        in_window = np.ones(n, dtype=bool)
-    else:
-        lo, hi = ctx.window_steps
-        in_window = (step >= lo) & (step <= hi)
-    parent = op_tree_parent(ev) if n else np.zeros(0, dtype=np.int64)
-    framework = source == "framework"
-    in_tree = framework & np.isin(kind, ("op", "annotation", "step"))
-    is_op = framework & np.isin(kind, ("op", "annotation"))
-    name_arrow = ev.column("name").cast(pa.string())
-    is_aten = is_op & _bool(pc.starts_with(name_arrow, "aten::"))
-    # older traces record ProfilerStep#N as a cpu_op: it is still a step
-    is_steplike = (kind == "step") | (is_op & _bool(pc.starts_with(name_arrow, "ProfilerStep#")))
-    is_op = is_op & ~is_steplike
-    has_tree_child = np.zeros(n, dtype=bool)
-    child = in_tree & (parent >= 0)
-    has_tree_child[parent[child]] = True
-    is_leaf = in_tree & ~has_tree_child
-    device_is_host = ctx.device_is_host
-    if device_is_host:
-        skip = np.isin(name, sorted(BOOKKEEPING_NAMES | NO_COMPUTE_OPS))
-        is_exec = is_leaf & (kind == "op") & ~skip & in_window
-        # self time of a leaf is its duration minus runtime children (none on a CPU trace)
-        host_child = (source == "runtime") | in_tree
-        hp = host_child & (parent >= 0)
-        child_sum = np.bincount(parent[hp], weights=dur[hp], minlength=n).astype(np.int64)
-        exec_dur = np.maximum(dur - child_sum, 0)
-    else:
-        is_exec = (source == "device") & np.isin(kind, WORK_KINDS) & in_window
-        exec_dur = dur
-    op = rows_of("op_id")
-    if device_is_host:
-        op = np.where(is_exec, np.arange(n), op)
-    return EventView(
-        n=n,
-        base=base,
-        ids=ids,
-        source=source,
-        kind=kind,
-        name=name,
-        cat=_np_str(ev.column("cat")),
-        rank=_np_int(ev.column("rank"), 0),
-        pid=_np_str(ev.column("pid")),
-        tid=_np_str(ev.column("tid")),
-        lane=_np_str(ev.column("lane")),
-        start=start,
-        dur=dur,
-        end=start + dur,
-        parent=parent,
-        op=op,
-        launch=rows_of("launch_id"),
-        step=step,
-        in_window=in_window,
-        is_op=is_op,
-        is_aten=is_aten,
-        is_steplike=is_steplike,
-        is_leaf=is_leaf,
-        is_exec=is_exec,
-        exec_dur=exec_dur,
-        device_is_host=device_is_host,
-        _args=ev.column("args"),
-        _names=ev.column("name"),
-    )
 
 
 # -- small shared helpers ----------------------------------------------------------------------
 
 
-def share(ctx: Context, us: float) -> float:
-    """``us`` over the window's wall time, clipped to [0, 1]."""
-    wall = ctx.wall_us
-    if wall <= 0:
-        return 0.0
-    return float(min(1.0, max(0.0, us / wall)))
-
-
-def severity(share_of_wall: float) -> str:
-    """high >= 10 % of the window, medium >= 3 %, low >= 1 %, else info."""
-    if share_of_wall >= 0.10:
-        return "high"
-    if share_of_wall >= 0.03:
-        return "medium"
-    if share_of_wall >= 0.01:
-        return "low"
-    return "info"
-
-
-def ids_evidence(v: EventView, rows: Iterable[int], note: str | None = None) -> Evidence:
+def ids_evidence(
+    v: EventView, rows: Iterable[int] | np.ndarray, note: str | None = None
+) -> Evidence:
     """Evidence over at most :data:`MAX_EVIDENCE_IDS` rows (ids in time order), with the time
     range they span."""
-    picked = sorted({int(r) for r in rows if r >= 0}, key=lambda r: (int(v.start[r]), r))
-    picked = picked[:MAX_EVIDENCE_IDS]
-    if not picked:
+    arr = np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.int64)
+    arr = np.unique(arr[arr >= 0])
+    if not len(arr):
         return Evidence(note=note)
-    lo = min(int(v.start[r]) for r in picked)
-    hi = max(int(v.end[r]) for r in picked)
-    return Evidence(event_ids=[v.event_id(r) for r in picked], start_ns=lo, end_ns=hi, note=note)
+    picked = arr[np.lexsort((arr, v.start[arr]))][:MAX_EVIDENCE_IDS]
+    return Evidence(
+        event_ids=[int(x) for x in v.ids[picked].tolist()],
+        start_ns=int(v.start[picked].min()),
+        end_ns=int(v.end[picked].max()),
+        note=note,
+    )
 
 
 def range_evidence(start_ns: int, end_ns: int, note: str | None = None) -> Evidence:
@@ -378,29 +422,27 @@ def gaps(ctx: Context) -> Gaps:
     if isinstance(cached, Gaps):
         return cached
     v = view(ctx)
-    starts: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
-    nexts: list[np.ndarray] = []
-    if not v.device_is_host:
-        rows = np.flatnonzero(v.is_exec)
-        if len(rows):
-            pid_code = np.unique(v.pid[rows], return_inverse=True)[1].reshape(-1)
-            dev_key = v.rank[rows] * (int(pid_code.max()) + 1) + pid_code
-            for k in np.unique(dev_key).tolist():
-                r = rows[dev_key == k]
-                r = r[np.lexsort((r, v.start[r]))]
-                s = v.start[r]
-                e = np.maximum.accumulate(v.end[r])
-                # a gap opens where an execution starts after everything before it ended
-                g = np.flatnonzero(s[1:] > e[:-1]) + 1
-                starts.append(e[g - 1])
-                ends.append(s[g])
-                nexts.append(r[g])
-    if starts:
-        gs, ge, nx = np.concatenate(starts), np.concatenate(ends), np.concatenate(nexts)
-    else:
-        gs = ge = nx = np.zeros(0, dtype=np.int64)
-    launch = v.launch[nx] if len(nx) else np.zeros(0, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    gs = ge = nx = empty
+    rows = np.flatnonzero(v.is_exec) if not v.device_is_host else empty
+    if len(rows):
+        # one device per (rank, pid); its executions by start (ties by row)
+        pid = v.index.pid.text_codes()[rows].astype(np.int64) + 1
+        dev_key = (v.rank[rows] - int(v.rank[rows].min())) * (int(pid.max()) + 1) + pid
+        order = np.lexsort((rows, v.start[rows], dev_key))
+        r, key = rows[order], dev_key[order]
+        s = v.start[r]
+        first = np.ones(len(r), dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        # the running max of the ends, restarted on each device: each device's values are
+        # lifted above all the previous devices' before the accumulate
+        lo = min(int(s.min()), int(v.end[r].min()))
+        lift = (np.cumsum(first) - 1) * (int(v.end[r].max()) - lo + 1)
+        e = np.maximum.accumulate(v.end[r] - lo + lift) - lift + lo
+        # a gap opens where an execution starts after everything before it on its device ended
+        g = np.flatnonzero((s[1:] > e[:-1]) & ~first[1:]) + 1
+        gs, ge, nx = e[g - 1], s[g], r[g]
+    launch = v.launch[nx] if len(nx) else empty
     has = launch >= 0
     launch_end = np.where(has, v.end[np.maximum(launch, 0)], 0)
     cause = np.where(~has, "other", np.where(launch_end > gs, "host", "kernel-to-kernel"))
@@ -419,10 +461,14 @@ def top_level_ops(v: EventView) -> dict[tuple[int, str, str], np.ndarray]:
     p = np.maximum(v.parent, 0)
     top = v.is_op & ~steplike & ((v.parent < 0) | steplike[p])
     rows = np.flatnonzero(top)
-    out: dict[tuple[int, str, str], list[int]] = {}
-    for r in rows[np.argsort(v.start[rows], kind="stable")].tolist():
-        out.setdefault((int(v.rank[r]), str(v.pid[r]), str(v.tid[r])), []).append(r)
-    result = {k: np.asarray(x, dtype=np.int64) for k, x in out.items()}
+    thread = v.index.thread[rows]
+    order = np.lexsort((rows, v.start[rows], thread))
+    rows, thread = rows[order], thread[order]
+    cuts = np.flatnonzero(thread[1:] != thread[:-1]) + 1
+    result: dict[tuple[int, str, str], np.ndarray] = {}
+    for part in np.split(rows, cuts) if len(rows) else []:
+        r = int(part[0])
+        result[(int(v.rank[r]), v.index.pid[r], v.index.tid[r])] = part
     v.cache["top_level_ops"] = result
     return result
 
@@ -435,10 +481,11 @@ def host_activity(v: EventView, rows: np.ndarray, lo: int, hi: int) -> dict[str,
     ends = np.maximum.accumulate(v.end[rows])
     i0 = int(np.searchsorted(ends, lo, side="right"))
     i1 = int(np.searchsorted(v.start[rows], hi, side="left"))
+    sel = rows[i0:i1]
+    overlap = np.minimum(v.end[sel], hi) - np.maximum(v.start[sel], lo)
+    sel, overlap = sel[overlap > 0], overlap[overlap > 0]
     out: dict[str, int] = {}
-    for r in rows[i0:i1].tolist():
-        o = min(int(v.end[r]), hi) - max(int(v.start[r]), lo)
-        if o > 0:
-            nm = str(v.name[r])
-            out[nm] = out.get(nm, 0) + o
+    for r, o in zip(sel.tolist(), overlap.tolist(), strict=True):
+        nm = v.name_of(r)
+        out[nm] = out.get(nm, 0) + int(o)
     return out

@@ -7,6 +7,8 @@ on noise: each documents its threshold in its module docstring and is tested on 
 must fire and one where it must not.
 
 Findings are ranked by ``time_at_stake_us`` (what the fix could save at most, in the window).
+:func:`make_finding` builds one with its ``share`` of the window and the severity that share
+gives (:func:`severity_of`), the boilerplate every rule would otherwise repeat.
 """
 
 from __future__ import annotations
@@ -121,3 +123,51 @@ class Rule:
     name: str
     description: str
     run: Callable[[Context], list[Finding]]
+
+
+def share_of_wall(ctx: Context, us: float) -> float:
+    """``us`` over the window's wall time, clipped to [0, 1]."""
+    wall = ctx.wall_us
+    if wall <= 0:
+        return 0.0
+    return float(min(1.0, max(0.0, us / wall)))
+
+
+def severity_of(share: float) -> str:
+    """high >= 10 % of the window, medium >= 3 %, low >= 1 %, else info."""
+    if share >= 0.10:
+        return "high"
+    if share >= 0.03:
+        return "medium"
+    if share >= 0.01:
+        return "low"
+    return "info"
+
+
+def make_finding(
+    ctx: Context,
+    *,
+    kind: str,
+    title: str,
+    time_at_stake_us: float,
+    evidence: list[Evidence],
+    recommendation: str,
+    confidence: str = "medium",
+    details: dict[str, Any] | None = None,
+    severity: str | None = None,
+    share: float | None = None,
+) -> Finding:
+    """A :class:`Finding` whose ``share`` is ``time_at_stake_us`` over the window's wall time
+    (unless given) and whose ``severity`` follows from that share (unless given)."""
+    sh = share_of_wall(ctx, time_at_stake_us) if share is None else share
+    return Finding(
+        kind=kind,
+        severity=severity_of(sh) if severity is None else severity,
+        title=title,
+        time_at_stake_us=time_at_stake_us,
+        share=sh,
+        evidence=evidence,
+        recommendation=recommendation,
+        confidence=confidence,
+        details=details if details is not None else {},
+    )

@@ -41,6 +41,9 @@ import re
 from typing import Any
 
 import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from opscope.analysis.findings._view import (
     EventView,
@@ -51,7 +54,8 @@ from opscope.analysis.findings._view import (
     share,
     view,
 )
-from opscope.analysis.findings.base import Context, Evidence, Finding, Rule
+from opscope.analysis.findings.base import Context, Evidence, Finding, Rule, make_finding
+from opscope.trace.arrays import Codes, bools
 
 MIN_WALL_SHARE = 0.01
 REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
@@ -71,19 +75,19 @@ def run(ctx: Context) -> list[Finding]:
     v = view(ctx)
     out: list[Finding] = []
     recs = _records(ctx)
-    win = np.flatnonzero(v.in_window & (v.source == "framework"))
-    names = v.name[win]
+    names = v.index.name
+    win = np.flatnonzero(v.in_window & v.index.is_framework)
 
     # compile spans in the window, outermost only
     spans = win[v.name_matches(r" \(dynamo_timed\)$")[win]]
-    span_set = set(spans.tolist())
-    outer = [r for r in spans.tolist() if not _has_ancestor_in(v, r, span_set)]
-    compile_us = float(v.dur[outer].sum()) / 1e3 if outer else 0.0
+    outer = _outermost(v, spans)
+    compile_us = float(v.dur[outer].sum()) / 1e3 if len(outer) else 0.0
     in_window = (ctx.run_info or {}).get("compiled_in_window") or []
     if share(ctx, compile_us) >= MIN_WALL_SHARE or in_window:
         sh = share(ctx, compile_us)
         out.append(
-            Finding(
+            make_finding(
+                ctx,
                 kind="compile",
                 severity=severity(sh) if compile_us else "medium",
                 title=(
@@ -93,7 +97,6 @@ def run(ctx: Context) -> list[Finding]:
                     else f"torch.compile compiled during profiled steps {in_window}"
                 ),
                 time_at_stake_us=compile_us,
-                share=sh,
                 evidence=[ids_evidence(v, outer, note="compile spans")],
                 recommendation=(
                     "Run the compiled function on representative inputs before the measured "
@@ -106,12 +109,15 @@ def run(ctx: Context) -> list[Finding]:
             )
         )
 
-    # recompilations
-    regions = win[v.name_matches(REGION.pattern)[win]]
-    recompiled = [r for r in regions.tolist() if int(REGION.match(str(v.name[r])).group(2)) > 0]  # type: ignore[union-attr]
+    # recompilations: regions named F/R with R > 0 (parsed once per distinct name)
+    region_names = names.value_matches(REGION.pattern)
+    regions = win[names.rows(region_names)[win]]
+    region_codes = np.unique(names.codes[regions]).tolist()
+    again = {c for c in region_codes if int(REGION.match(str(names.values[c])).group(2)) > 0}  # type: ignore[union-attr]
+    recompiled = regions[np.isin(names.codes[regions], sorted(again))]
     reasons = [str(x) for rec in recs for x in rec.get("recompile_reasons") or []]
     n_recompiles = sum(int(rec.get("recompiles") or 0) for rec in recs) or len(reasons)
-    trace_ids = sorted({str(v.name[r]).split(": ", 1)[1] for r in recompiled})
+    trace_ids = sorted({str(names.values[c]).split(": ", 1)[1] for c in again})
     if reasons or n_recompiles or trace_ids:
         out.append(
             _recompile_finding(
@@ -134,16 +140,17 @@ def run(ctx: Context) -> list[Finding]:
                 why[str(k)] = why.get(str(k), 0) + int(n)
         top = sorted(why.items(), key=lambda kv: -kv[1])[:5]
         first = top[0][0].splitlines()[0][:160] if top else "see details"
-        frames = {str(v.name[r]).split(": ", 1)[1].split("/")[0] for r in regions.tolist()}
+        frames = {str(names.values[c]).split(": ", 1)[1].split("/")[0] for c in region_codes}
         out.append(
-            Finding(
+            make_finding(
+                ctx,
                 kind="compile",
                 severity="low",
+                share=0.0,
                 title=f"{breaks} graph break{'s' if breaks != 1 else ''} in compiled code "
                 f"(first: {first})",
                 time_at_stake_us=0.0,
-                share=0.0,
-                evidence=[ids_evidence(v, regions.tolist(), note="compiled regions")],
+                evidence=[ids_evidence(v, regions, note="compiled regions")],
                 recommendation=(
                     "Each graph break splits the model into separately compiled graphs with "
                     "eager Python between them (no fusion across the break, extra guards). "
@@ -161,24 +168,22 @@ def run(ctx: Context) -> list[Finding]:
         )
 
     # guard evaluation on every call
-    lookups = win[names == CACHE_LOOKUP]
+    lookups = win[names.eq(CACHE_LOOKUP)[win]]
     lookup_us = float(v.dur[lookups].sum()) / 1e3
     if len(lookups) and share(ctx, lookup_us) >= MIN_WALL_SHARE:
-        sh = share(ctx, lookup_us)
         out.append(
-            Finding(
+            make_finding(
+                ctx,
                 kind="compile",
-                severity=severity(sh),
                 title=(
                     f"Dynamo guard checks cost {fmt_us(lookup_us)} ({len(lookups)} cache "
                     f"lookups, {fmt_us(lookup_us / len(lookups))} each)"
                 ),
                 time_at_stake_us=lookup_us,
-                share=sh,
                 evidence=[
                     ids_evidence(
                         v,
-                        lookups[np.argsort(-v.dur[lookups])].tolist(),
+                        lookups[np.argsort(-v.dur[lookups])],
                         note="TorchDynamo Cache Lookup",
                     )
                 ],
@@ -203,49 +208,50 @@ def _neff_per_shape(ctx: Context, v: EventView) -> Finding | None:
     """The Neuron check of the module docstring."""
     if ctx.trace.device.kind != "neuron":
         return None
-    ex = np.flatnonzero(v.is_exec & (v.cat == "neuron_hw") & (v.op >= 0))
+    ix = v.index
+    ex = np.flatnonzero(v.is_exec & ix.cat.eq("neuron_hw") & (v.op >= 0))
     if len(ex) == 0:
         return None
     units = v.unit_of(v.op[ex])
-    by_unit: dict[str, tuple[set[str], set[str], list[int]]] = {}
-    shape_of: dict[int, str] = {}
-    for r, u in zip(ex.tolist(), units.tolist(), strict=True):
-        model = v.args(r).get("model_name")
-        if not isinstance(model, str) or u < 0:
-            continue
-        if u not in shape_of:
-            a = v.args(u)
-            shape_of[u] = repr((a.get("Input Dims"), a.get("Input type")))
-        neffs, shapes, rows = by_unit.setdefault(str(v.name[u]), (set(), set(), []))
-        neffs.add(model)
-        shapes.add(shape_of[u])
-        rows.append(r)
-    hit = {
-        k: x
-        for k, x in by_unit.items()
-        if len(x[0]) >= MIN_NEFFS and len(x[1]) >= MIN_NEFFS and len(x[0]) <= len(x[1])
-    }
+    models = v.arg_strings(ex, "model_name")
+    keep = (units >= 0) & np.array([m is not None for m in models.tolist()], dtype=bool)
+    ex, units, models = ex[keep], units[keep], models[keep]
+    if not len(ex):
+        return None
+    # per unit name (in order of first execution): the NEFFs it ran, the shapes it had
+    uniq_units, unit_inv = np.unique(units, return_inverse=True)
+    shape_code = _codes_of(_shape_reprs(v, uniq_units))[unit_inv.reshape(-1)]
+    model_code = _codes_of(models.tolist())
+    name = ix.name.text_codes()[units].astype(np.int64)
+    names, first, name_inv = np.unique(name, return_index=True, return_inverse=True)
+    name_inv = name_inv.reshape(-1)
+    neffs = _distinct_per(name_inv, model_code, len(names))
+    shapes = _distinct_per(name_inv, shape_code, len(names))
+    by_first = np.argsort(first, kind="stable").tolist()
+    hit = [
+        i
+        for i in by_first
+        if neffs[i] >= MIN_NEFFS and shapes[i] >= MIN_NEFFS and neffs[i] <= shapes[i]
+    ]
     if not hit:
         return None
     loads = np.flatnonzero(v.in_window & v.name_matches(NEFF_LOAD_RE))
     load_us = float(v.dur[loads].sum()) / 1e3
-    worst = max(hit.items(), key=lambda kv: len(kv[1][0]))
-    name, (neffs, shapes, rows) = worst
+    worst = max(hit, key=lambda i: neffs[i])
+    label = {i: v.name_of(int(units[first[i]])) for i in hit}
+    rows = ex[name_inv == worst]
+    worst_neffs = sorted({str(m) for m in models[name_inv == worst].tolist()})
     sh = share(ctx, load_us)
-    return Finding(
+    return make_finding(
+        ctx,
         kind="compile",
         severity=severity(sh) if load_us else "medium",
-        title=f"{name} ran {len(neffs)} NEFFs for {len(shapes)} input shapes: Neuron compiles "
-        "a graph per shape",
+        title=f"{label[worst]} ran {neffs[worst]} NEFFs for {shapes[worst]} input shapes: "
+        "Neuron compiles a graph per shape",
         time_at_stake_us=load_us,
-        share=sh,
         evidence=[
             ids_evidence(v, rows, note="executions of different NEFFs"),
-            *(
-                [ids_evidence(v, loads.tolist(), note="NEFF loads / model switches")]
-                if len(loads)
-                else []
-            ),
+            *([ids_evidence(v, loads, note="NEFF loads / model switches")] if len(loads) else []),
         ],
         recommendation=(
             "Each new input shape compiles (neuronx-cc, seconds to minutes) and loads a new "
@@ -256,22 +262,76 @@ def _neff_per_shape(ctx: Context, v: EventView) -> Finding | None:
         ),
         confidence="medium",
         details={
-            "op": name,
-            "neffs": sorted(neffs)[:20],
-            "shapes": len(shapes),
-            "ops": {k: len(x[0]) for k, x in hit.items()},
+            "op": label[worst],
+            "neffs": worst_neffs[:20],
+            "shapes": int(shapes[worst]),
+            "ops": {label[i]: int(neffs[i]) for i in hit},
             "load_us": load_us,
         },
     )
 
 
-def _has_ancestor_in(v: EventView, row: int, rows: set[int]) -> bool:
-    cur = int(v.parent[row])
-    while cur >= 0:
-        if cur in rows:
-            return True
-        cur = int(v.parent[cur])
-    return False
+def _codes_of(values: list[str]) -> np.ndarray:
+    """An int per string, equal for equal strings."""
+    if not values:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(Codes.of(pa.array(values, pa.string())).codes, dtype=np.int64)
+
+
+def _distinct_per(group: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
+    """How many distinct ``value`` each group holds."""
+    if not len(value):
+        return np.zeros(groups, dtype=np.int64)
+    width = int(value.max()) + 1
+    pairs = np.unique(group * width + value)
+    return np.bincount(pairs // width, minlength=groups)
+
+
+def _shape_reprs(v: EventView, rows: np.ndarray) -> list[str]:
+    """``repr((Input Dims, Input type))`` of each row's args, through the index's shapes
+    (once per distinct shape) where it read them; decoded otherwise."""
+    codes = v.input_codes(rows)
+    shapes = v.index.shapes
+    args = v.index.events.column("args")
+    # no "Input Dims" in the text: both None, unless a type is recorded or an escape hides
+    # a key
+    plain = np.ones(len(rows), dtype=bool)
+    none = np.flatnonzero(codes == -1)
+    if len(none):
+        texts = args.take(pa.array(rows[none]))
+        plain[none] = ~bools(pc.match_substring_regex(texts, r'"Input type"|\\'))
+    out: list[str] = []
+    memo: dict[int, str] = {}
+    for r, c, easy in zip(rows.tolist(), codes.tolist(), plain.tolist(), strict=True):
+        if c >= 0:
+            if c not in memo:
+                d, t = shapes.dims[c], shapes.types[c]
+                memo[c] = repr(
+                    (
+                        orjson.loads(d) if d is not None else None,
+                        orjson.loads(t) if t is not None else None,
+                    )
+                )
+            out.append(memo[c])
+        elif c == -1 and easy:
+            out.append(repr((None, None)))
+        else:
+            a = v.args(r)
+            out.append(repr((a.get("Input Dims"), a.get("Input type"))))
+    return out
+
+
+def _outermost(v: EventView, rows: np.ndarray) -> np.ndarray:
+    """The rows (in their order) that have none of the others among their ancestors."""
+    mark = np.zeros(v.n, dtype=bool)
+    mark[rows] = True
+    covered = np.zeros(len(rows), dtype=bool)
+    cur = v.parent[rows]
+    while (cur >= 0).any():
+        live = cur >= 0
+        covered |= live & mark[np.maximum(cur, 0)]
+        cur = np.where(live, v.parent[np.maximum(cur, 0)], -1)
+    return np.asarray(rows[~covered], dtype=np.int64)
 
 
 def _recompile_finding(
@@ -281,7 +341,7 @@ def _recompile_finding(
     reasons: list[str],
     n: int,
     trace_ids: list[str],
-    recompiled: list[int],
+    recompiled: np.ndarray,
     compile_us: float,
 ) -> Finding:
     shape_driven = [r for r in reasons if SHAPE_REASON.search(r)]
@@ -301,15 +361,14 @@ def _recompile_finding(
             "no changing global state) - the reasons name the guard that failed; "
             "TORCH_LOGS=recompiles shows them live."
         )
-    sh = share(ctx, compile_us)
     evidence: list[Evidence] = [ids_evidence(v, recompiled, note="recompiled regions")]
-    return Finding(
+    return make_finding(
+        ctx,
         kind="compile",
         severity="medium" if count > 1 or compile_us else "low",
         title=f"{count} recompilation{'s' if count != 1 else ''}"
         f"{' (shape-driven)' if shape_driven else ''}: {first}",
         time_at_stake_us=compile_us,
-        share=sh,
         evidence=evidence,
         recommendation=fix,
         confidence="high" if reasons else "medium",

@@ -27,19 +27,20 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.analysis.findings._view import (
     EventView,
+    TensorInputs,
     fmt_us,
     ids_evidence,
     pct,
-    severity,
     share,
-    tensor_inputs,
     view,
 )
-from opscope.analysis.findings.base import Context, Finding, Rule
+from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
+from opscope.trace.arrays import bools
 
 MIN_WALL_SHARE = 0.01
 MIN_MATMUL_DEVICE_SHARE = 0.05
@@ -58,11 +59,12 @@ MATMUL_OPS = frozenset(
 TENSOR_CORE = re.compile(r"tf32|xf32|s1688|s16816|_tf32|f32_f32_tf32", re.IGNORECASE)
 
 
-def _arg_rows_with(ctx: Context, v: EventView, needle: str) -> np.ndarray:
-    """Rows whose args text contains ``needle`` (one vectorised pass over the column)."""
-    args = ctx.trace.events.column("args")
-    hit = pc.fill_null(pc.match_substring(args, needle), False)
-    return np.flatnonzero(np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool))
+def _has_double(inputs: TensorInputs) -> bool:
+    return any(t == "double" and len(s) >= 1 for s, t in inputs)
+
+
+def _all_fp32(inputs: TensorInputs) -> bool:
+    return bool(inputs) and all(t == "float" for s, t in inputs if len(s) >= 2)
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -84,25 +86,40 @@ def run(ctx: Context) -> list[Finding]:
     return out
 
 
+def _double_ops(v: EventView) -> np.ndarray:
+    """Rows of the framework ops with a ``double`` tensor input of at least one dimension
+    (whose args text spells ``"double"``): candidates from the recorded shapes, parsed once
+    per distinct shape."""
+    ops = np.flatnonzero(v.is_op)
+    codes = v.input_codes(ops)
+    types = v.index.shapes.types
+    spelled = np.array([t is not None and '"double"' in t for t in types] + [True], dtype=bool)
+    # code -2: args the index does not read; checked one by one below
+    cand = ops[(codes == -2) | ((codes >= 0) & spelled[np.where(codes >= 0, codes, -1)])]
+    if len(cand):
+        text = v.index.events.column("args").take(pa.array(cand))
+        cand = cand[bools(pc.match_substring(text, '"double"'))]
+        cand = cand[v.inputs_flag(cand, _has_double)]
+    return np.asarray(cand, dtype=np.int64)
+
+
 def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding | None:
-    cand = _arg_rows_with(ctx, v, '"double"')
-    doubles = {
-        r
-        for r in cand.tolist()
-        if v.is_op[r] and any(t == "double" and len(s) >= 1 for s, t in tensor_inputs(v.args(r)))
-    }
-    if not doubles:
+    doubles = _double_ops(v)
+    if not len(doubles):
         return None
-    hit = ex[np.isin(v.op[ex], np.fromiter(doubles, np.int64, len(doubles)))]
+    hit = ex[np.isin(v.op[ex], doubles)]
     dev_us = float(v.exec_dur[hit].sum()) / 1e3
     # Neuron runs float64 as float32 (same speed): the cost is precision, not time
     at_stake = 0.0 if kind == "neuron" else SPEEDUP_SHARE * dev_us
     if len(hit) == 0 or (kind != "neuron" and share(ctx, at_stake) < MIN_WALL_SHARE):
         return None
-    ops: dict[str, float] = {}
-    for r in hit.tolist():
-        nm = str(v.name[v.op[r]])
-        ops[nm] = ops.get(nm, 0.0) + v.exec_dur[r] / 1e3
+    # device time per op name, summed in execution order; names in order of first execution
+    code = v.index.name.text_codes()[v.op[hit]]
+    uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    per_name = np.zeros(len(uniq), dtype=np.float64)
+    np.add.at(per_name, inverse.reshape(-1), v.exec_dur[hit] / 1e3)
+    seen = np.argsort(first, kind="stable")
+    ops = {v.name_of(int(v.op[hit[first[i]]])): float(per_name[i]) for i in seen.tolist()}
     top = sorted(ops.items(), key=lambda kv: -kv[1])[:5]
     names = ", ".join(n for n, _ in top[:3])
     if kind == "neuron":
@@ -118,22 +135,19 @@ def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding |
             "(or bf16): NumPy arrays arrive as float64 - convert with .float() or "
             "torch.from_numpy(a).to(torch.float32); avoid torch.set_default_dtype(torch.float64)."
         )
-    sh = share(ctx, at_stake)
     title = f"float64 work on the device: {len(hit)} executions, {fmt_us(dev_us)} ({names})"
     if kind == "neuron":
         title = (
             f"float64 inputs run as float32 on Neuron: {len(hit)} executions, {fmt_us(dev_us)} "
             f"({names})"
         )
-    return Finding(
+    return make_finding(
+        ctx,
         kind="dtype",
-        severity="low" if kind == "neuron" else severity(sh),
+        severity="low" if kind == "neuron" else None,
         title=title,
         time_at_stake_us=at_stake,
-        share=sh,
-        evidence=[
-            ids_evidence(v, hit[np.argsort(-v.exec_dur[hit])].tolist(), note="float64 executions")
-        ],
+        evidence=[ids_evidence(v, hit[np.argsort(-v.exec_dur[hit])], note="float64 executions")],
         recommendation=fix,
         confidence="high",
         details={
@@ -148,20 +162,17 @@ def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding |
 
 
 def _fp32_matmul(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding | None:
-    k = ex[v.kind[ex] == "kernel"]
+    names_ix = v.index.name
+    k = ex[v.index.kind.eq("kernel")[ex]]
     op = v.op[k]
-    is_mm = np.isin(v.name[op], sorted(MATMUL_OPS))
+    is_mm = names_ix.isin(MATMUL_OPS)[op]
     k, op = k[is_mm], op[is_mm]
     if len(k) == 0:
         return None
-    fp32_ops: dict[int, bool] = {}
-    keep = np.zeros(len(k), dtype=bool)
-    for i, (kr, o) in enumerate(zip(k.tolist(), op.tolist(), strict=True)):
-        if o not in fp32_ops:
-            ins = tensor_inputs(v.args(o))
-            fp32_ops[o] = bool(ins) and all(t == "float" for s, t in ins if len(s) >= 2)
-        keep[i] = fp32_ops[o] and not TENSOR_CORE.search(str(v.name[kr]))
-    hit = k[keep]
+    ops, inverse = np.unique(op, return_inverse=True)
+    fp32 = v.inputs_flag(ops, _all_fp32)[inverse.reshape(-1)]
+    tensor_core = names_ix.rows(names_ix.value_matches(TENSOR_CORE.pattern, ignore_case=True))
+    hit = k[fp32 & ~tensor_core[k]]
     dev_us = float(v.exec_dur[hit].sum()) / 1e3
     total = ctx.op_table.device_time_us
     if len(hit) == 0 or total <= 0 or dev_us / total < MIN_MATMUL_DEVICE_SHARE:
@@ -181,20 +192,16 @@ def _fp32_matmul(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Findi
             'torch.set_float32_matmul_precision("high") (a one-line change, ~1e-3 relative '
             'precision), or run the model in bf16: torch.autocast("cuda", dtype=torch.bfloat16).'
         )
-    names = sorted({str(v.name[o]) for o in v.op[hit].tolist()})
-    sh = share(ctx, at_stake)
-    return Finding(
+    names = sorted({v.name_of(int(o)) for o in np.unique(v.op[hit]).tolist()})
+    return make_finding(
+        ctx,
         kind="dtype",
-        severity=severity(sh),
         title=(
             f"fp32 matmuls without tensor cores: {pct(dev_us / total)} of device time "
             f"({len(hit)} kernels of {', '.join(names[:3])})"
         ),
         time_at_stake_us=at_stake,
-        share=sh,
-        evidence=[
-            ids_evidence(v, hit[np.argsort(-v.exec_dur[hit])].tolist(), note="fp32 matmul kernels")
-        ],
+        evidence=[ids_evidence(v, hit[np.argsort(-v.exec_dur[hit])], note="fp32 matmul kernels")],
         recommendation=fix,
         confidence="medium",
         details={

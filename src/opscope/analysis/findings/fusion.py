@@ -42,15 +42,13 @@ import numpy as np
 from opscope.analysis.findings._view import (
     DTYPE_BYTES,
     EventView,
+    TensorInputs,
     fmt_us,
     ids_evidence,
     numel,
-    severity,
-    share,
-    tensor_inputs,
     view,
 )
-from opscope.analysis.findings.base import Context, Finding, Rule
+from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
 
 MIN_RUN = 3
 MIN_WALL_SHARE = 0.01
@@ -72,6 +70,8 @@ REDUCTIONS = frozenset(("mean", "sum", "var", "std", "var_mean", "amax", "amin",
 FUSABLE = ELEMENTWISE | REDUCTIONS
 MATMULS = frozenset(["bmm", "matmul", "mm", "baddbmm"])
 SOFTMAX = frozenset(["softmax", "_softmax"])
+PATTERNS = ("run", "attention", "bias")
+_MAX_MEMBERS = MAX_CHAIN  # an attention chain has at most 6 members, a bias chain 2
 
 
 def base_name(name: str) -> str:
@@ -80,18 +80,6 @@ def base_name(name: str) -> str:
         return name
     b = name[6:].split(".", 1)[0]
     return b[:-1] if b.endswith("_") and len(b) > 1 else b
-
-
-@dataclass
-class Unit:
-    row: int
-    name: str
-    base: str
-    device_ns: int
-    execs: list[int]
-    kernels_only: bool
-    data_key: tuple[int, ...] | None = None
-    out_bytes: int | None = None
 
 
 @dataclass
@@ -108,196 +96,360 @@ class Chain:
     first_range: tuple[int, int] | None = None
 
 
-def _shape_info(v: EventView, row: int, base: str) -> tuple[tuple[int, ...] | None, int | None]:
+@dataclass
+class _Units:
+    """The units with device work, sorted into sequences (per rank, thread and scope, in call
+    order): one entry per unit, arrays in that order."""
+
+    row: np.ndarray  # the unit's event row
+    name: np.ndarray  # name code (text codes of the index)
+    scope: np.ndarray  # scope code: a name code, or the code of a fixed label
+    seq_lo: np.ndarray  # first position of the unit's sequence
+    seq_hi: np.ndarray  # one past its last position
+    device_ns: np.ndarray
+    n_exec: np.ndarray
+    kernels_only: np.ndarray  # every execution a kernel (no copies)
+    exec_lo: np.ndarray  # the unit's executions: execs[exec_lo : exec_lo + n_exec]
+    execs: np.ndarray  # execution rows, grouped by unit, by start within a unit
+    base: dict[int, str]  # name code -> base name
+    scope_names: dict[int, str]
+
+
+@dataclass
+class _Occurrences:
+    """Chain occurrences (member units ``lo .. lo + size - 1``), in the order the scan of
+    each sequence meets them."""
+
+    pattern: np.ndarray  # index into PATTERNS
+    lo: np.ndarray
+    size: np.ndarray
+    at_stake_ns: np.ndarray
+    inter: np.ndarray  # intermediate bytes, -1 when unknown
+    order: np.ndarray  # (sequence, phase, position) rank: the scan order
+
+
+def _units(v: EventView) -> _Units | None:
+    """Units with device work, grouped into sequences (per rank/thread/scope, call order)."""
+    e = np.flatnonzero(v.is_exec & (v.op >= 0))
+    if len(e) == 0:
+        return None
+    ix = v.index
+    unit = v.unit_of(v.op[e])
+    order = np.lexsort((v.start[e], unit))
+    e, unit = e[order], unit[order]
+    uniq, first = np.unique(unit, return_index=True)
+    n_exec = np.diff(np.append(first, len(e)))
+    dev = np.add.reduceat(v.exec_dur[e], first)
+    not_kernel = ~ix.kind.isin(("kernel", "exec", "op"))[e]
+    kernels_only = np.add.reduceat(not_kernel.astype(np.int64), first) == 0
+    # sequences: (rank, pid, tid, scope) in that order, then start; ties by row (a stable sort
+    # of the rows, which np.unique sorted)
+    pid, tid = ix.pid.text_codes()[uniq], ix.tid.text_codes()[uniq]
+    parent = v.parent[uniq]
+    s = np.lexsort((v.start[uniq], parent, tid, pid, v.rank[uniq]))
+    rows = uniq[s]
+    rank, pid, tid, parent = v.rank[rows], pid[s], tid[s], parent[s]
+    n = len(rows)
+    new = np.ones(n, dtype=bool)
+    new[1:] = (
+        (rank[1:] != rank[:-1])
+        | (pid[1:] != pid[:-1])
+        | (tid[1:] != tid[:-1])
+        | (parent[1:] != parent[:-1])
+    )
+    starts = np.flatnonzero(new)
+    seq = np.cumsum(new) - 1
+    ends = np.append(starts[1:], n)
+    names = ix.name.text_codes()
+    name = names[rows].astype(np.int64)
+    labels = {"top level": -1, "the profiler step": -2}
+    label_code = {k: ix.name.code(k) if ix.name.code(k) >= 0 else c for k, c in labels.items()}
+    scope = np.where(
+        parent < 0,
+        label_code["top level"],
+        np.where(
+            v.is_steplike[np.maximum(parent, 0)],
+            label_code["the profiler step"],
+            names[np.maximum(parent, 0)],
+        ),
+    ).astype(np.int64)
+    scope_names = {code: text for text, code in label_code.items()}
+    base_of = {
+        c: base_name(str(ix.name.values[c]) if c >= 0 else "") for c in np.unique(name).tolist()
+    }
+    return _Units(
+        row=rows,
+        name=name,
+        scope=scope,
+        seq_lo=starts[seq],
+        seq_hi=ends[seq],
+        device_ns=dev[s],
+        n_exec=n_exec[s],
+        kernels_only=kernels_only[s],
+        exec_lo=first[s],
+        execs=e,
+        base=base_of,
+        scope_names=scope_names,
+    )
+
+
+def _shape_info(inputs: TensorInputs, reduction: bool) -> tuple[tuple[int, ...] | None, int | None]:
     """(data key, output bytes) of a unit from its recorded input shapes."""
-    inputs = tensor_inputs(v.args(row))
     if not inputs:
         return None, None
     shape, dtype = max(inputs, key=lambda it: (numel(it[0]), len(it[0])))
     key = tuple(shape[:-1]) if len(shape) >= 2 else None
     elems = numel(shape)
-    if base in REDUCTIONS and shape:
+    if reduction and shape:
         elems //= max(shape[-1], 1)  # a norm-style reduction over the last dimension
     return key, elems * DTYPE_BYTES.get(dtype, 4)
 
 
-def _units(v: EventView) -> list[list[Unit]]:
-    """Units with device work, grouped into sequences (per rank/thread/scope, call order)."""
-    e = np.flatnonzero(v.is_exec & (v.op >= 0))
-    if len(e) == 0:
+def _base_is(u: _Units, bases: frozenset[str]) -> np.ndarray:
+    """Per unit: whether its base name is one of ``bases`` (decided once per name)."""
+    codes = np.array(sorted(u.base), dtype=np.int64)
+    hit = np.array([u.base[c] in bases for c in codes.tolist()], dtype=bool)
+    if not len(codes):
+        return np.zeros(len(u.name), dtype=bool)
+    return np.asarray(hit[np.searchsorted(codes, u.name)], dtype=bool)
+
+
+def _data(v: EventView, u: _Units, fusable_base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per unit: a data-key id (-1 unknown) and the output bytes (-1 unknown), for the units
+    whose base is fusable; parsed once per distinct recorded shape."""
+    n = len(u.row)
+    key = np.full(n, -1, dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int64)
+    idx = np.flatnonzero(fusable_base)
+    if not len(idx):
+        return key, out
+    red = _base_is(u, REDUCTIONS)[idx]
+    codes = v.input_codes(u.row[idx])
+    keys: dict[tuple[int, ...], int] = {}
+    uniq, inverse = np.unique(codes * 2 + red, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for j, pair in enumerate(uniq.tolist()):
+        code, is_red = pair // 2, bool(pair % 2)
+        at = idx[inverse == j]
+        if code == -2:  # args the index does not read: one by one
+            for i in at.tolist():
+                k, b = _shape_info(v.tensor_inputs(int(u.row[i])), is_red)
+                key[i] = -1 if k is None else keys.setdefault(k, len(keys))
+                out[i] = -1 if b is None else b
+            continue
+        k, b = _shape_info([] if code == -1 else v.inputs_of_code(code), is_red)
+        key[at] = -1 if k is None else keys.setdefault(k, len(keys))
+        out[at] = -1 if b is None else b
+    return key, out
+
+
+def _runs(u: _Units, fus: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Elementwise runs: (first unit, length) of each, in scan order.
+
+    The scan takes maximal stretches of fusable units in a sequence whose neighbours share
+    their data key (or one of them has none), cuts each into pieces of :data:`MAX_CHAIN` from
+    its start, and splits a piece that repeats one chain back to back into its repetitions
+    (:func:`_periods` of one piece); runs shorter than :data:`MIN_RUN` are dropped.
+    """
+    n = len(fus)
+    if not fus.any():
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    idx = np.arange(n)
+    prev = np.maximum(idx - 1, 0)
+    first_in_seq = idx == u.seq_lo
+    compat = (key < 0) | (key[prev] < 0) | (key == key[prev])
+    new_stretch = fus & (first_in_seq | ~fus[prev] | ~compat)
+    stretch = np.cumsum(new_stretch) - 1
+    stretch_start = idx[new_stretch]
+    pos = idx - stretch_start[np.maximum(stretch, 0)]
+    piece_first = fus & (pos % MAX_CHAIN == 0)
+    lo = idx[piece_first]
+    piece = np.cumsum(piece_first) - 1
+    size = np.bincount(piece[fus], minlength=len(lo)).astype(np.int64)
+    # back-to-back repetitions: the smallest period p (MIN_RUN <= p <= size // 2) with
+    # name[i] == name[i + p] over the whole piece
+    period = np.zeros(len(lo), dtype=np.int64)
+    for p in range(MIN_RUN, MAX_CHAIN // 2 + 1):
+        same = np.zeros(n, dtype=bool)
+        if p < n:
+            same[: n - p] = u.name[: n - p] == u.name[p:]
+        bad = np.concatenate(([0], np.cumsum(~same)))
+        end = np.clip(lo + size - p, lo, n)
+        ok = (period == 0) & (size // 2 >= p) & (bad[end] - bad[lo] == 0)
+        period[ok] = p
+    step = np.where(period > 0, period, size)
+    count = -(-size // np.maximum(step, 1))
+    which = np.repeat(np.arange(len(lo)), count)
+    k = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
+    r_lo = lo[which] + k * step[which]
+    r_size = np.minimum(step[which], size[which] - k * step[which])
+    keep = r_size >= MIN_RUN
+    return r_lo[keep], r_size[keep]
+
+
+def _occurrences(v: EventView, u: _Units) -> _Occurrences:
+    n = len(u.row)
+    fusable_base = _base_is(u, FUSABLE)
+    is_matmul = _base_is(u, MATMULS)
+    is_softmax = _base_is(u, SOFTMAX)
+    is_mm = _base_is(u, frozenset(("mm", "matmul")))
+    is_add = _base_is(u, frozenset(("add",)))
+    # any duration: small executions cost launches, large ones are memory-bound passes that
+    # write intermediates out and read them back - a fused kernel saves both
+    fus = fusable_base & u.kernels_only & (u.n_exec > 0)
+    key, out = _data(v, u, fusable_base)
+    cum = np.concatenate(([0], np.cumsum(u.device_ns)))
+    out_known = np.concatenate(([0], np.cumsum(out < 0)))
+    out_sum = np.concatenate(([0], np.cumsum(np.maximum(out, 0))))
+    parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    # elementwise runs (phase 0)
+    r_lo, r_size = _runs(u, fus, key)
+    if len(r_lo):
+        hi = r_lo + r_size
+        gather = r_lo[:, None] + np.arange(MAX_CHAIN)[None, :]
+        inside = gather < hi[:, None]
+        longest = np.where(inside, u.device_ns[np.minimum(gather, n - 1)], 0).max(axis=1)
+        stake = cum[hi] - cum[r_lo] - longest
+        # each intermediate is written once and read back once
+        known = out_known[hi - 1] - out_known[r_lo] == 0
+        inter = np.where(known, 2 * (out_sum[hi - 1] - out_sum[r_lo]), -1)
+        parts.append((0, r_lo, r_size, stake, inter, r_lo))
+
+    # unfused attention: matmul, up to two ops, softmax, up to one op, matmul (phase 1)
+    soft = np.flatnonzero(is_softmax)
+    if len(soft):
+        lo = np.full(len(soft), -1, dtype=np.int64)
+        for d in (1, 2, 3):
+            c = soft - d
+            ok = (lo < 0) & (c >= u.seq_lo[soft]) & is_matmul[np.maximum(c, 0)]
+            lo[ok] = c[ok]
+        hi = np.full(len(soft), -1, dtype=np.int64)
+        for d in (1, 2):
+            c = soft + d
+            ok = (hi < 0) & (c < u.seq_hi[soft]) & is_matmul[np.minimum(c, n - 1)]
+            hi[ok] = c[ok]
+        ok = (lo >= 0) & (hi >= 0)
+        lo, hi, at = lo[ok], hi[ok], soft[ok]
+        stake = cum[hi] - cum[lo + 1]
+        parts.append((1, lo, hi - lo + 1, stake, np.full(len(lo), -1), at))
+
+    # matmul then the add of a 1-D bias (phase 1)
+    mm = np.flatnonzero(is_mm)
+    if len(mm):
+        nxt = mm + 1
+        ok = (nxt < u.seq_hi[mm]) & is_add[np.minimum(nxt, n - 1)]
+        mm, nxt = mm[ok], nxt[ok]
+        if len(mm):
+            has_bias = v.inputs_flag(u.row[nxt], lambda ins: any(len(s) == 1 for s, _ in ins))
+            mm, nxt = mm[has_bias], nxt[has_bias]
+            parts.append((2, mm, np.full(len(mm), 2), u.device_ns[nxt], np.full(len(mm), -1), mm))
+
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Occurrences(empty, empty, empty, empty, empty, empty)
+    pattern = np.concatenate([np.full(len(p[1]), p[0]) for p in parts])
+    lo = np.concatenate([p[1] for p in parts])
+    at = np.concatenate([p[5] for p in parts])
+    phase = np.minimum(pattern, 1)
+    seq_of = u.seq_lo[lo]
+    order = np.lexsort((at, phase, seq_of))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return _Occurrences(
+        pattern=pattern,
+        lo=lo,
+        size=np.concatenate([p[2] for p in parts]).astype(np.int64),
+        at_stake_ns=np.concatenate([p[3] for p in parts]).astype(np.int64),
+        inter=np.concatenate([p[4] for p in parts]).astype(np.int64),
+        order=rank,
+    )
+
+
+def _chains(v: EventView) -> list[Chain]:
+    """Every chain found, in the order the scan first meets them (``exec_rows`` and
+    ``first_range`` are filled by :func:`_fill`)."""
+    u = _units(v)
+    if u is None:
         return []
-    unit = v.unit_of(v.op[e])
-    order = np.lexsort((v.start[e], unit))
-    e, unit = e[order], unit[order]
-    uniq, first = np.unique(unit, return_index=True)
-    bounds = [*first.tolist(), len(unit)]
-    dev = v.exec_dur[e]
-    is_kernel = np.isin(v.kind[e], ("kernel", "exec", "op"))
-    units: list[Unit] = []
-    for i, u in enumerate(uniq.tolist()):
-        a, b = bounds[i], bounds[i + 1]
-        name = str(v.name[u])
-        units.append(
-            Unit(
-                row=int(u),
-                name=name,
-                base=base_name(name),
-                device_ns=int(dev[a:b].sum()),
-                execs=e[a:b].tolist(),
-                kernels_only=bool(is_kernel[a:b].all()),
+    occ = _occurrences(v, u)
+    if not len(occ.lo):
+        return []
+    # one chain per (pattern, scope, member names)
+    width = 3 + _MAX_MEMBERS
+    sig = np.full((len(occ.lo), width), -3, dtype=np.int64)
+    sig[:, 0] = occ.pattern
+    sig[:, 1] = u.scope[occ.lo]
+    sig[:, 2] = occ.size
+    for j in range(_MAX_MEMBERS):
+        inside = occ.size > j
+        sig[inside, 3 + j] = u.name[occ.lo[inside] + j]
+    _, chain_of = np.unique(sig, axis=0, return_inverse=True)
+    chain_of = chain_of.reshape(-1)
+    k = int(chain_of.max()) + 1
+    # totals per chain (integers: exact in any order)
+    launches = np.maximum(_window_sum(u.n_exec, occ.lo, occ.size) - 1, 0)
+    device = _window_sum(u.device_ns, occ.lo, occ.size)
+    totals = np.zeros((4, k), dtype=np.int64)
+    for row, values in enumerate(
+        (np.ones(len(occ.lo), np.int64), device, occ.at_stake_ns, launches)
+    ):
+        np.add.at(totals[row], chain_of, values)
+    known = occ.inter >= 0
+    inter = np.zeros(k, dtype=np.int64)
+    np.add.at(inter, chain_of[known], occ.inter[known])
+    has_inter = np.bincount(chain_of[known], minlength=k) > 0
+    first_seen = np.full(k, len(occ.lo), dtype=np.int64)
+    np.minimum.at(first_seen, chain_of, occ.order)
+    chains: list[Chain] = []
+    names = v.index.name
+    for c in np.argsort(first_seen, kind="stable").tolist():
+        at = int(np.flatnonzero(chain_of == c)[0])
+        lo, size = int(occ.lo[at]), int(occ.size[at])
+        scope = int(u.scope[lo])
+        chains.append(
+            Chain(
+                pattern=PATTERNS[int(occ.pattern[at])],
+                scope=u.scope_names[scope] if scope in u.scope_names else str(names.values[scope]),
+                names=tuple(str(names.values[x]) if x >= 0 else "" for x in u.name[lo : lo + size]),
+                occurrences=int(totals[0, c]),
+                device_ns=int(totals[1, c]),
+                at_stake_ns=int(totals[2, c]),
+                launches_saved=int(totals[3, c]),
+                intermediate_bytes=int(inter[c]) if has_inter[c] else None,
             )
         )
-    keyed = sorted(
-        units,
-        key=lambda u: (
-            int(v.rank[u.row]),
-            str(v.pid[u.row]),
-            str(v.tid[u.row]),
-            _scope_key(v, u.row),
-            int(v.start[u.row]),
-        ),
-    )
-    seqs: list[list[Unit]] = []
-    prev: tuple[int, str, str, int] | None = None
-    for u in keyed:
-        k = (int(v.rank[u.row]), str(v.pid[u.row]), str(v.tid[u.row]), _scope_key(v, u.row))
-        if k != prev:
-            seqs.append([])
-            prev = k
-        seqs[-1].append(u)
-    return seqs
+    v.cache["fusion"] = (u, occ, chain_of, np.argsort(first_seen, kind="stable"))
+    return chains
 
 
-def _scope_key(v: EventView, row: int) -> int:
-    """The scope of a unit: its parent op (a step, a module range, a compiled region)."""
-    return int(v.parent[row])
+def _window_sum(values: np.ndarray, lo: np.ndarray, size: np.ndarray) -> np.ndarray:
+    cum = np.concatenate(([0], np.cumsum(values)))
+    return np.asarray(cum[lo + size] - cum[lo], dtype=np.int64)
 
 
-def _scope_name(v: EventView, u: Unit) -> str:
-    p = int(v.parent[u.row])
-    if p < 0:
-        return "top level"
-    if v.is_steplike[p]:
-        return "the profiler step"
-    return str(v.name[p])
-
-
-def _fusable(u: Unit) -> bool:
-    # Any duration: small executions cost launches, large ones are memory-bound passes that
-    # write intermediates out and read them back - a fused kernel saves both.
-    return u.base in FUSABLE and u.kernels_only and bool(u.execs)
-
-
-def _add(
-    chains: dict[tuple[str, str, tuple[str, ...]], Chain],
-    *,
-    pattern: str,
-    scope: str,
-    members: Sequence[Unit],
-    at_stake_ns: int,
-    inter: int | None,
-    v: EventView,
-) -> None:
-    names = tuple(u.name for u in members)
-    c = chains.setdefault((pattern, scope, names), Chain(pattern, scope, names))
-    c.occurrences += 1
-    c.device_ns += sum(u.device_ns for u in members)
-    c.at_stake_ns += at_stake_ns
-    c.launches_saved += max(sum(len(u.execs) for u in members) - 1, 0)
-    if inter is not None:
-        c.intermediate_bytes = (c.intermediate_bytes or 0) + inter
-    if len(c.exec_rows) < 50:
-        c.exec_rows.extend(r for u in members for r in u.execs)
-    if c.first_range is None:
-        rows = [r for u in members for r in u.execs]
-        c.first_range = (int(v.start[rows].min()), int(v.end[rows].max()))
-
-
-def _periods(run: list[Unit]) -> list[list[Unit]]:
-    """A run that repeats one chain back to back (the same function called in a loop) split
-    into its repetitions; any other run unchanged."""
-    names = [u.name for u in run]
-    for p in range(MIN_RUN, len(run) // 2 + 1):
-        if names[p:] == names[:-p]:
-            return [run[k : k + p] for k in range(0, len(run), p)]
-    return [run]
-
-
-def _scan(
-    v: EventView,
-    seq: list[Unit],
-    chains: dict[tuple[str, str, tuple[str, ...]], Chain],
-) -> None:
-    scope = _scope_name(v, seq[0])
-    for u in seq:
-        if u.base in FUSABLE:
-            u.data_key, u.out_bytes = _shape_info(v, u.row, u.base)
-    # elementwise runs
-    i = 0
-    while i < len(seq):
-        if not _fusable(seq[i]):
-            i += 1
-            continue
-        j = i + 1
-        while (
-            j < len(seq)
-            and j - i < MAX_CHAIN
-            and _fusable(seq[j])
-            and (
-                seq[j].data_key is None
-                or seq[j - 1].data_key is None
-                or seq[j].data_key == seq[j - 1].data_key
-            )
-        ):
-            j += 1
-        for run in _periods(seq[i:j]):
-            if len(run) < MIN_RUN:
-                continue
-            times = [u.device_ns for u in run]
-            inter = None
-            if all(u.out_bytes is not None for u in run[:-1]):
-                # each intermediate is written once and read back once
-                inter = 2 * sum(u.out_bytes or 0 for u in run[:-1])
-            _add(
-                chains,
-                pattern="run",
-                scope=scope,
-                members=run,
-                at_stake_ns=sum(times) - max(times),
-                inter=inter,
-                v=v,
-            )
-        i = j
-    # unfused attention and matmul + bias
-    for k, u in enumerate(seq):
-        if u.base in SOFTMAX:
-            lo = next((a for a in range(k - 1, max(k - 4, -1), -1) if seq[a].base in MATMULS), None)
-            hi = next(
-                (b for b in range(k + 1, min(k + 3, len(seq))) if seq[b].base in MATMULS), None
-            )
-            if lo is not None and hi is not None:
-                mid = seq[lo + 1 : hi]
-                _add(
-                    chains,
-                    pattern="attention",
-                    scope=scope,
-                    members=seq[lo : hi + 1],
-                    at_stake_ns=sum(m.device_ns for m in mid),
-                    inter=None,
-                    v=v,
-                )
-        elif u.base in ("mm", "matmul") and k + 1 < len(seq) and seq[k + 1].base == "add":
-            nxt = seq[k + 1]
-            if any(len(s) == 1 for s, _ in tensor_inputs(v.args(nxt.row))):
-                _add(
-                    chains,
-                    pattern="bias",
-                    scope=scope,
-                    members=[u, nxt],
-                    at_stake_ns=nxt.device_ns,
-                    inter=None,
-                    v=v,
-                )
+def _fill(v: EventView, chain_index: int, c: Chain) -> None:
+    """The executions of a chain's first occurrences (until 50 are collected) and the time
+    range of its first occurrence."""
+    u, occ, chain_of, order = v.cache["fusion"]
+    mine = np.flatnonzero(chain_of == int(order[chain_index]))
+    mine = mine[np.argsort(occ.order[mine], kind="stable")]
+    rows: list[int] = []
+    for i, at in enumerate(mine.tolist()):
+        lo, size = int(occ.lo[at]), int(occ.size[at])
+        execs = [
+            r
+            for m in range(lo, lo + size)
+            for r in u.execs[u.exec_lo[m] : u.exec_lo[m] + u.n_exec[m]].tolist()
+        ]
+        if i == 0:
+            arr = np.asarray(execs, dtype=np.int64)
+            c.first_range = (int(v.start[arr].min()), int(v.end[arr].max()))
+        if len(rows) >= 50:
+            break
+        rows.extend(execs)
+    c.exec_rows = rows
 
 
 def builtin_for(names: Sequence[str]) -> str | None:
@@ -319,15 +471,16 @@ def builtin_for(names: Sequence[str]) -> str | None:
 
 def run(ctx: Context) -> list[Finding]:
     v = view(ctx)
-    chains: dict[tuple[str, str, tuple[str, ...]], Chain] = {}
-    for seq in _units(v):
-        _scan(v, seq, chains)
+    chains = _chains(v)
     floor = max(MIN_AT_STAKE_US, MIN_WALL_SHARE * ctx.wall_us)
     out: list[Finding] = []
-    for c in sorted(chains.values(), key=lambda c: -c.at_stake_ns):
+    ranked = sorted(range(len(chains)), key=lambda i: -chains[i].at_stake_ns)
+    for i in ranked:
+        c = chains[i]
         at_stake = c.at_stake_ns / 1e3
         if at_stake < floor or len(out) >= MAX_FINDINGS:
             continue
+        _fill(v, i, c)
         out.append(_finding(ctx, v, c, at_stake))
     return out
 
@@ -380,15 +533,12 @@ def _finding(ctx: Context, v: EventView, c: Chain, at_stake: float) -> Finding:
     if inter:
         fix += f" Saves about {inter / 1e6:.2f} MB of intermediate traffic in the window."
     note = f"executions of {c.occurrences} occurrence(s)"
-    ev = [ids_evidence(v, c.exec_rows, note=note)]
-    sh = share(ctx, at_stake)
-    return Finding(
+    return make_finding(
+        ctx,
         kind="fusion",
-        severity=severity(sh),
         title=title,
         time_at_stake_us=at_stake,
-        share=sh,
-        evidence=ev,
+        evidence=[ids_evidence(v, c.exec_rows, note=note)],
         recommendation=fix + f" At most {fmt_us(at_stake)} to gain.",
         confidence="medium" if c.pattern == "run" else "high",
         details=details,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from opscope.analysis.findings._view import fmt_us, ids_evidence, pct, share, view
-from opscope.analysis.findings.base import Context, Finding, Rule
+from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
 
 MIN_DEVICE_SHARE = 0.10
 MIN_WALL_SHARE = 0.01
@@ -49,13 +49,17 @@ def run(ctx: Context) -> list[Finding]:
     v = view(ctx)
     exec_rows = np.flatnonzero(v.is_exec)
     exec_op = v.op[exec_rows]
-    exec_op_name = np.where(exec_op >= 0, v.name[np.maximum(exec_op, 0)], "")
+    names = v.index.name
+    # the name code of each execution's op: len(values) for none, -1 for a null name (the
+    # last slot); both read as ""
+    exec_code = np.where(exec_op >= 0, names.codes[np.maximum(exec_op, 0)], len(names.values))
     out: list[Finding] = []
     for row in table.sorted("device_self_us")[:MAX_FINDINGS]:
         dev_share = row.device_self_us / total
         if dev_share < MIN_DEVICE_SHARE or share(ctx, row.device_self_us) < MIN_WALL_SHARE:
             continue
-        mine = exec_rows[exec_op_name == row.name]
+        is_row = np.append(names.values == row.name, [row.name == ""] * 2)
+        mine = exec_rows[is_row[exec_code]]
         durs = v.exec_dur[mine] / 1e3
         calls = len(mine) or row.device_calls
         longest = float(durs.max()) if len(durs) else 0.0
@@ -85,7 +89,8 @@ def run(ctx: Context) -> list[Finding]:
         top = mine[np.argsort(-v.exec_dur[mine], kind="stable")[:EVIDENCE_EXECUTIONS]]
         at_stake = row.device_self_us
         out.append(
-            Finding(
+            make_finding(
+                ctx,
                 kind="hotspots",
                 severity="medium" if dev_share >= 0.30 else "info",
                 title=(
@@ -93,8 +98,7 @@ def run(ctx: Context) -> list[Finding]:
                     f"({character}: {calls} × {fmt_us(mean)})"
                 ),
                 time_at_stake_us=at_stake,
-                share=share(ctx, at_stake),
-                evidence=[ids_evidence(v, top.tolist(), note=f"longest executions of {row.name}")],
+                evidence=[ids_evidence(v, top, note=f"longest executions of {row.name}")],
                 recommendation=advice,
                 confidence="high",
                 details={

@@ -25,18 +25,17 @@ from __future__ import annotations
 import numpy as np
 
 from opscope.analysis.findings._view import (
+    EventView,
     Gaps,
     fmt_us,
     gaps,
-    host_activity,
     pct,
     range_evidence,
-    severity,
     share,
     top_level_ops,
     view,
 )
-from opscope.analysis.findings.base import Context, Evidence, Finding, Rule
+from opscope.analysis.findings.base import Context, Evidence, Finding, Rule, make_finding
 
 MIN_GAP_US = 100.0
 MIN_WALL_SHARE = 0.02
@@ -86,7 +85,7 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
         ev = range_evidence(
             int(g.start[i]),
             int(g.end[i]),
-            note=f"{fmt_us(g.length[i] / 1e3)} idle before {v.name[nxt]}",
+            note=f"{fmt_us(g.length[i] / 1e3)} idle before {v.name_of(nxt)}",
         )
         ev.event_ids = [v.event_id(nxt)] + (
             [v.event_id(int(g.launch[i]))] if g.launch[i] >= 0 else []
@@ -106,16 +105,7 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
     )
     advice = _ADVICE[cause]
     if cause == "host":
-        tops = top_level_ops(v)
-        activity: dict[str, int] = {}
-        for i in sel.tolist():
-            lr = int(g.launch[i])
-            key = (int(v.rank[lr]), str(v.pid[lr]), str(v.tid[lr]))
-            for nm, ns in host_activity(
-                v, tops.get(key, np.zeros(0, np.int64)), int(g.start[i]), int(g.end[i])
-            ).items():
-                activity[nm] = activity.get(nm, 0) + ns
-        ranked = sorted(activity.items(), key=lambda kv: -kv[1])[:HOST_NAMES]
+        ranked = _host_activity(v, g, sel)[:HOST_NAMES]
         details["host_activity"] = {nm: ns / 1e3 for nm, ns in ranked}
         title += " waiting for the host"
         if ranked:
@@ -131,18 +121,62 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
         title += " with work already queued"
     else:
         title += " before unlaunched work"
-    sh = share(ctx, total_us)
-    return Finding(
+    return make_finding(
+        ctx,
         kind="idle_gaps",
-        severity=severity(sh),
         title=title,
         time_at_stake_us=total_us,
-        share=sh,
         evidence=evidence,
         recommendation=advice,
         confidence="high" if cause == "host" else "medium",
         details=details,
     )
+
+
+def _host_activity(v: EventView, g: Gaps, sel: np.ndarray) -> list[tuple[str, int]]:
+    """What the launching threads did during the gaps ``sel``: the names of their top-level
+    ops with the time they overlap the gaps, largest first (ties: first met first, gaps in
+    ``sel`` order, ops in start order)."""
+    tops = top_level_ops(v)
+    lr = g.launch[sel]
+    names = v.index.name.text_codes()
+    pair_name: list[np.ndarray] = []
+    pair_ns: list[np.ndarray] = []
+    pair_order: list[np.ndarray] = []
+    thread = v.index.thread[lr]
+    for t in np.unique(thread).tolist():
+        mine = np.flatnonzero(thread == t)
+        r0 = int(lr[mine[0]])
+        rows = tops.get((int(v.rank[r0]), v.index.pid[r0], v.index.tid[r0]))
+        if rows is None or not len(rows):
+            continue
+        lo, hi = g.start[sel[mine]], g.end[sel[mine]]
+        ends = np.maximum.accumulate(v.end[rows])
+        i0 = np.searchsorted(ends, lo, side="right")
+        i1 = np.maximum(np.searchsorted(v.start[rows], hi, side="left"), i0)
+        count = i1 - i0
+        gap = np.repeat(np.arange(len(mine)), count)
+        j = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + i0[gap]
+        r = rows[j]
+        ns = np.minimum(v.end[r], hi[gap]) - np.maximum(v.start[r], lo[gap])
+        keep = (ns > 0) & (hi[gap] > lo[gap])
+        pair_name.append(names[r[keep]])
+        pair_ns.append(ns[keep])
+        pair_order.append(mine[gap[keep]] * (v.n + 1) + j[keep])
+    if not pair_name:
+        return []
+    name = np.concatenate(pair_name)
+    ns = np.concatenate(pair_ns)
+    order = np.concatenate(pair_order)
+    uniq, inverse = np.unique(name, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    total = np.zeros(len(uniq), dtype=np.int64)
+    np.add.at(total, inverse, ns)
+    first = np.full(len(uniq), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, inverse, order)
+    ranked = np.lexsort((first, -total))
+    values = v.index.name.values
+    return [(str(values[uniq[i]]) if uniq[i] >= 0 else "", int(total[i])) for i in ranked.tolist()]
 
 
 RULE = Rule(

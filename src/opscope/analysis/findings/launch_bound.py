@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from opscope.analysis.findings._view import gaps, pct, range_evidence, severity, share, view
-from opscope.analysis.findings.base import Context, Finding, Rule
+from opscope.analysis.findings._view import gaps, pct, range_evidence, share, view
+from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
 from opscope.analysis.findings.idle_gaps import MIN_GAP_US
 
 MIN_WALL_SHARE = 0.05
@@ -45,7 +45,7 @@ def run(ctx: Context) -> list[Finding]:
     bubble_us = float(g.length[bubble].sum()) / 1e3
     if share(ctx, bubble_us) < MIN_WALL_SHARE:
         return []
-    k = np.flatnonzero(v.is_exec & (v.kind == "kernel") & (v.launch >= 0))
+    k = np.flatnonzero(v.is_exec & v.index.kind.eq("kernel") & (v.launch >= 0))
     if len(k) == 0:
         return []
     launch_dur = v.dur[v.launch[k]]
@@ -78,15 +78,14 @@ def run(ctx: Context) -> list[Finding]:
     if names:
         fix += f" Ops whose CPU time exceeds their device time: {names}."
     return [
-        Finding(
+        make_finding(
+            ctx,
             kind="launch_bound",
-            severity=severity(sh),
             title=(
                 f"Launch-bound: device idle {pct(sh)} of the time in {len(sel)} short bubbles; "
                 f"{pct(frac)} of kernels run shorter than their launch call"
             ),
             time_at_stake_us=bubble_us,
-            share=sh,
             evidence=evidence,
             recommendation=fix,
             confidence="high" if frac >= 0.5 else "medium",

@@ -37,8 +37,16 @@ import re
 
 import numpy as np
 
-from opscope.analysis.findings._view import fmt_us, ids_evidence, pct, severity, share, view
-from opscope.analysis.findings.base import Context, Evidence, Finding, Rule
+from opscope.analysis.findings._view import (
+    EventView,
+    fmt_us,
+    ids_evidence,
+    pct,
+    severity,
+    share,
+    view,
+)
+from opscope.analysis.findings.base import Context, Evidence, Finding, Rule, make_finding
 
 # Reader warnings about a Neuron profile's format (opscope.trace.neuron.WARNING_PREFIX): not a
 # cut file.  Written here rather than imported so the rule does not load the Neuron reader.
@@ -53,6 +61,7 @@ LAUNCH_RE = r"LaunchKernel|LaunchCooperativeKernel|GraphLaunch|ModuleLaunch"
 
 
 def _finding(
+    ctx: Context,
     kind_title: str,
     severity_: str,
     fix: str,
@@ -62,12 +71,13 @@ def _finding(
     sh: float = 0.0,
     evidence: list[Evidence] | None = None,
 ) -> Finding:
-    return Finding(
+    return make_finding(
+        ctx,
         kind="profile_quality",
         severity=severity_,
+        share=sh,
         title=kind_title,
         time_at_stake_us=at_stake,
-        share=sh,
         evidence=evidence or [],
         recommendation=fix,
         confidence="high",
@@ -79,14 +89,16 @@ def run(ctx: Context) -> list[Finding]:
     v = view(ctx)
     meta = ctx.trace.meta
     out: list[Finding] = []
-    n_device = int(np.count_nonzero(v.source == "device"))
+    ix = v.index
+    n_device = int(np.count_nonzero(ix.is_device))
     info_device = (ctx.run_info or {}).get("device") or {}
     run_kind = info_device.get("kind") if isinstance(info_device, dict) else None
-    rt = np.flatnonzero(v.source == "runtime")
+    rt = np.flatnonzero(ix.is_runtime)
     launches = rt[v.name_matches(LAUNCH_RE, ignore_case=True)[rt]]
     if n_device == 0 and (len(launches) or (run_kind not in (None, "cpu"))):
         out.append(
             _finding(
+                ctx,
                 "No device executions in the trace although "
                 + (
                     f"{len(launches)} kernel launches were recorded"
@@ -103,22 +115,24 @@ def run(ctx: Context) -> list[Finding]:
                 evidence=[ids_evidence(v, launches[:50].tolist(), note="launches")],
             )
         )
-    known = int(np.count_nonzero(v.source != "other"))
+    known = v.n - int(np.count_nonzero(ix.source.eq("other")))
     if v.n and known == 0:
         out.append(
             _finding(
+                ctx,
                 f"No PyTorch profiler events recognised ({v.n} events of other categories)",
                 "high",
                 "This trace holds no framework ops, runtime calls or device executions in the "
                 "categories torch.profiler writes (cpu_op, cuda_runtime, kernel, ...): it is "
                 "not a Kineto trace of a PyTorch program, or its categories are renamed. Record "
                 "it with torch.profiler / opscope.profile.",
-                {"events": v.n, "categories": sorted({str(c) for c in v.cat})[:20]},
+                {"events": v.n, "categories": _categories(v)[:20]},
             )
         )
     elif v.n and (not v.in_window.any() or ctx.wall_us <= 0):
         out.append(
             _finding(
+                ctx,
                 "The analysed window is empty"
                 + (
                     f" (steps {ctx.window_steps[0]}..{ctx.window_steps[1]})"
@@ -135,6 +149,7 @@ def run(ctx: Context) -> list[Finding]:
     if cut:
         out.append(
             _finding(
+                ctx,
                 f"Trace truncated or repaired: {cut[0][:160]}",
                 "medium",
                 "The trace file is incomplete (the writer was interrupted or the file was cut); "
@@ -149,6 +164,7 @@ def run(ctx: Context) -> list[Finding]:
         total = sum(bad.values())
         out.append(
             _finding(
+                ctx,
                 f"{total} malformed event{'s' if total != 1 else ''} skipped while reading",
                 "low",
                 "Some events had no usable time or structure and were left out (see details). "
@@ -157,13 +173,14 @@ def run(ctx: Context) -> list[Finding]:
                 {"skipped": bad},
             )
         )
-    is_overhead = v.name_matches(OVERHEAD_RE, ignore_case=True) | (v.cat == "overhead")
+    is_overhead = v.name_matches(OVERHEAD_RE, ignore_case=True) | ix.cat.eq("overhead")
     ov = np.flatnonzero(v.in_window & is_overhead)
     ov_us = float(v.dur[ov].sum()) / 1e3
     if len(ov) and share(ctx, ov_us) >= MIN_OVERHEAD_SHARE:
         sh = share(ctx, ov_us)
         out.append(
             _finding(
+                ctx,
                 f"Profiler overhead: {fmt_us(ov_us)} ({pct(sh)} of the window)",
                 severity(sh),
                 "The profiler's own bookkeeping takes a visible share of the window: profile "
@@ -172,13 +189,20 @@ def run(ctx: Context) -> list[Finding]:
                 {"events": len(ov), "overhead_us": ov_us},
                 at_stake=ov_us,
                 sh=sh,
-                evidence=[ids_evidence(v, ov.tolist(), note="profiler overhead")],
+                evidence=[ids_evidence(v, ov, note="profiler overhead")],
             )
         )
     last = _last_step(ctx)
     if last is not None:
         out.append(last)
     return out
+
+
+def _categories(v: EventView) -> list[str]:
+    """The distinct categories of the events, sorted (a null category reads as "")."""
+    cat = v.index.cat
+    present = np.unique(cat.codes)
+    return sorted({str(cat.values[c]) if c >= 0 else "" for c in present.tolist()})
 
 
 def _neuron(ctx: Context, n_device: int) -> list[Finding]:
@@ -194,6 +218,7 @@ def _neuron(ctx: Context, n_device: int) -> list[Finding]:
         cmd = str(unprocessed[0].get("command") or "neuron-explorer view -d <capture folder>")
         out.append(
             _finding(
+                ctx,
                 "Neuron capture not processed: no system/device profile tables were read",
                 "high" if n_device == 0 else "medium",
                 f"Turn the capture into Neuron Explorer tables and report on them: {cmd} "
@@ -207,6 +232,7 @@ def _neuron(ctx: Context, n_device: int) -> list[Finding]:
         first = str(pairing[0].get("message", ""))[:160]
         out.append(
             _finding(
+                ctx,
                 f"Neuron capture incomplete ({', '.join(codes)}): {first}",
                 "medium",
                 "Each NEFF (compiled graph) needs its NTFF (device trace) of the same id for a "
@@ -222,6 +248,7 @@ def _neuron(ctx: Context, n_device: int) -> list[Finding]:
         first = str(hints[0].get("message", ""))[:160]
         out.append(
             _finding(
+                ctx,
                 f"Neuron Explorer warns about the profile ({hints[0].get('category')}): {first}",
                 "low",
                 "Neuron Explorer's Warning table lists data it could not capture or decode; "
@@ -236,6 +263,7 @@ def _neuron(ctx: Context, n_device: int) -> list[Finding]:
     if fmt:
         out.append(
             _finding(
+                ctx,
                 f"Neuron profile format: {fmt[0][len(NEURON_WARNING_PREFIX) :][:160]}",
                 "low",
                 "The profile was written by a newer Neuron Explorer than opscope knows: columns "
@@ -260,12 +288,13 @@ def _last_step(ctx: Context) -> Finding | None:
     short = med > 0 and steps[-1].device_ops < LAST_STEP_RATIO * med
     if not short:
         return None
-    last_rows = np.flatnonzero((v.kind == "step") & (v.step == steps[-1].step)).tolist()
+    last_rows = np.flatnonzero(v.index.kind.eq("step") & (v.step == steps[-1].step))
     title = (
         f"Last profiled step {steps[-1].step} looks incomplete: {steps[-1].device_ops} "
         f"device executions against a median of {med:.0f}"
     )
     return _finding(
+        ctx,
         title,
         "medium",
         "Synchronize the device at the end of every profiled step (opscope's p.step() does; "
