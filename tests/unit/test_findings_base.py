@@ -71,7 +71,6 @@ def _ids_back(value: Any, scale: int = 7, offset: int = 1000) -> Any:
 
 
 def _context(trace: Trace) -> Context:
-    # no roofline: it reads args by id - row arithmetic (analysis.roofline)
     rep = analyze(trace, findings=False, roofline=False)
     return Context(trace=trace, op_table=rep.ops, timeline=rep.timeline, steps=rep.steps)
 
@@ -87,3 +86,14 @@ def test_rules_on_ids_that_are_not_rows() -> None:
         want = [f.to_dict() for f in run_rules(_context(trace))]
         got = [_ids_back(f.to_dict()) for f in run_rules(_context(other))]
         assert want and got == want, rel
+
+
+def test_the_whole_report_on_ids_that_are_not_rows() -> None:
+    """Roofline and kernel names read args through the index's id -> row map, not id - base."""
+    trace = shared("cuda/dataloader_pair/resnet50_workers0.pt.trace.json.gz")
+    other = _renumbered(trace)
+    peaks = {"devices": {"cpu": {"tflops": {"fp32": 1.0}, "bandwidth_gbs": 10.0}}}
+    want = analyze(trace, peaks=peaks).to_dict()
+    got = _ids_back(analyze(other, peaks=peaks).to_dict())
+    assert want["roofline"]["op_shapes"] and got["roofline"] == want["roofline"]
+    assert got["ops"] == want["ops"] and got["findings"] == want["findings"]

@@ -43,8 +43,7 @@ class KernelRow:
 
 def _neff_names(trace: Trace, k: pa.Table) -> list[str]:
     """On Neuron every execution is ``nc_exec_running``: name it by the NEFF it ran."""
-    base = int(trace.events.column("id")[0].as_py()) if len(trace) else 0
-    rows = pc.subtract(k.column("id"), pa.scalar(base, pa.int64()))
+    rows = pa.array(trace.index.rows_of(k.column("id")), pa.int64())
     out: list[str] = []
     for name, args in zip(
         k.column("name").cast(pa.string()).to_pylist(),

@@ -240,8 +240,7 @@ def _variants(
     ops = ops.filter(pc.is_in(name_col, pa.array(sorted(names), pa.string())))
     if ops.num_rows == 0:
         return {}
-    base = int(trace.events.column("id")[0].as_py())
-    rows = pc.subtract(ops.column("id"), pa.scalar(base, pa.int64()))
+    rows = pa.array(trace.index.rows_of(ops.column("id")), pa.int64())
     args = trace.events.column("args").take(rows)
     concrete = pc.struct_field(pc.extract_regex(args, _CONCRETE_RE), [0])
     strides = pc.struct_field(pc.extract_regex(args, _STRIDES_RE), [0])

@@ -2,7 +2,7 @@
 
 A :class:`Session` holds one trace (or two, for Compare) opened in a
 :class:`~opscope.service.Workspace`, which keeps each trace's report and
-:class:`~opscope.trace.viewport.EventIndex`; each method is one API answer.  No analysis here.
+:class:`~opscope.trace.viewport.Viewport`; each method is one API answer.  No analysis here.
 The only conversion is of absolute nanosecond times into times relative to the index origin
 (``t``), which JavaScript numbers represent exactly.
 """
@@ -18,7 +18,7 @@ from opscope.analysis.chain import dependency_chain
 from opscope.analysis.report import Report
 from opscope.service import OpenTrace, Workspace
 from opscope.trace import Trace
-from opscope.trace.viewport import EventIndex
+from opscope.trace.viewport import Viewport
 
 EXPLORER_SCHEMA = "opscope.explorer/1"
 
@@ -66,7 +66,7 @@ class Side:
         return self.opened.report
 
     @property
-    def index(self) -> EventIndex:
+    def index(self) -> Viewport:
         return self.opened.index
 
     @classmethod

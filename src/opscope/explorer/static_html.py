@@ -10,7 +10,7 @@ readers without JavaScript, the plain tables come from the HTML renderer
 only.
 
 The timeline is one level-of-detail window over the whole trace
-(:meth:`opscope.trace.viewport.EventIndex.window`): events at least one pixel wide at
+(:meth:`opscope.trace.viewport.Viewport.window`): events at least one pixel wide at
 :data:`STATIC_PX` pixels are embedded individually, at most :data:`STATIC_MAX_EVENTS`; the rest
 are summed into per-pixel cells, and the page says so.  Dependency chains and event details are
 embedded for the top ops' occurrences and the findings' evidence only.
@@ -25,7 +25,7 @@ from opscope.explorer.data import with_relative_times
 from opscope.explorer.page import static_page
 from opscope.render import html
 from opscope.trace import Trace
-from opscope.trace.viewport import EventIndex
+from opscope.trace.viewport import Viewport
 
 STATIC_PX = 4000
 STATIC_MAX_EVENTS = 20_000
@@ -45,7 +45,7 @@ def render(data: dict[str, Any], top: int = 50, *, trace: Trace | None = None) -
 
 def explorer_payload(report: dict[str, Any], trace: Trace) -> tuple[dict[str, Any], dict[str, Any]]:
     """(report with relative evidence times, the embedded explorer data) for one trace."""
-    index = EventIndex(trace)
+    index = Viewport(trace)
     data = with_relative_times(report, index.origin_ns)
     data["explorer"] = {**data["explorer"], "mode": "static", "compare": False}
     window = index.window(None, 0, max(1, index.span_ns), STATIC_PX, max_events=STATIC_MAX_EVENTS)

@@ -12,7 +12,7 @@ from opscope.errors import OpscopeError
 if TYPE_CHECKING:
     from opscope.analysis.report import Report
     from opscope.trace import Trace
-    from opscope.trace.viewport import EventIndex
+    from opscope.trace.viewport import Viewport
 
 DEFAULT_SQL_ROWS = 1000
 
@@ -31,7 +31,7 @@ class OpenTrace:
     steps: tuple[int, int] | None = None
     _report: Report | None = field(default=None, repr=False)
     _data: dict[str, Any] | None = field(default=None, repr=False)
-    _index: EventIndex | None = field(default=None, repr=False)
+    _index: Viewport | None = field(default=None, repr=False)
     peaks: str | Path | dict[str, Any] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -77,13 +77,13 @@ class OpenTrace:
         return t
 
     @property
-    def index(self) -> EventIndex:
+    def index(self) -> Viewport:
         """The timeline index (its own lock: it never waits for the analysis)."""
         with self._index_lock:
             if self._index is None:
-                from opscope.trace.viewport import EventIndex
+                from opscope.trace.viewport import Viewport
 
-                self._index = EventIndex(self.trace)
+                self._index = Viewport(self.trace)
             return self._index
 
     def describe(self) -> dict[str, Any]:
@@ -209,7 +209,7 @@ class Workspace:
         handle: str | None = None,
     ) -> dict[str, Any]:
         """Events of the lanes in [t0, t1) (ns relative to the index origin) at ``px``
-        pixels' resolution (see :meth:`EventIndex.window`)."""
+        pixels' resolution (see :meth:`Viewport.window`)."""
         return self.get(handle).index.window(lanes, t0, t1, px)
 
     def event(self, event_id: int, handle: str | None = None) -> dict[str, Any] | None:

@@ -439,7 +439,3 @@ def _natural(text: str) -> tuple[Any, ...]:
     import re
 
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
-
-
-# The name the explorer knows the viewport by.
-EventIndex = Viewport

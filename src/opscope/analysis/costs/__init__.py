@@ -17,6 +17,7 @@ from typing import Any
 
 from opscope.analysis.costs import attention, conv, elementwise, gemm, memory, norm, reduction
 from opscope.analysis.costs._common import Call, Cost, CostError, dtype_class, itemsize
+from opscope.analysis.opsets import REDUCTIONS
 from opscope.trace.args import decode_args
 
 __all__ = ["Cost", "cost_from_args", "dtype_class", "itemsize", "normalize_name", "op_cost"]
@@ -93,7 +94,7 @@ def _registry() -> dict[str, _Formula]:
         r[op] = norm.group_norm
     for op in ("softmax", "_softmax", "log_softmax", "_log_softmax", "special_softmax"):
         r[op] = norm.softmax
-    for op in reduction.REDUCTIONS:
+    for op in REDUCTIONS:
         r[op] = reduction.reduction
     for op in ("max", "min"):  # max(a, b) is elementwise, max(a[, dim]) a reduction
         r[op] = _max_min

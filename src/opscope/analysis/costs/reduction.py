@@ -22,31 +22,6 @@ _FLOPS = {
     "std_mean": 3,
     "logsumexp": 4,
 }
-REDUCTIONS = frozenset(
-    [
-        "sum",
-        "mean",
-        "nansum",
-        "nanmean",
-        "amax",
-        "amin",
-        "max",
-        "min",
-        "argmax",
-        "argmin",
-        "prod",
-        "norm",
-        "linalg_vector_norm",
-        "var",
-        "std",
-        "var_mean",
-        "std_mean",
-        "logsumexp",
-        "all",
-        "any",
-        "count_nonzero",
-    ]
-)
 _DIM_ARG = {"norm": 2, "linalg_vector_norm": 2}
 
 

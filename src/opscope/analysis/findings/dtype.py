@@ -40,22 +40,13 @@ from opscope.analysis.findings._view import (
     view,
 )
 from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
+from opscope.analysis.opsets import MATMULS
 from opscope.trace.arrays import bools
 
 MIN_WALL_SHARE = 0.01
 MIN_MATMUL_DEVICE_SHARE = 0.05
 SPEEDUP_SHARE = 0.5  # fraction of the time a faster format saves, conservatively
-MATMUL_OPS = frozenset(
-    (
-        "aten::mm",
-        "aten::addmm",
-        "aten::bmm",
-        "aten::baddbmm",
-        "aten::matmul",
-        "aten::linear",
-        "aten::_addmm_activation",
-    )
-)
+MATMUL_OPS = frozenset(f"aten::{n}" for n in MATMULS)
 TENSOR_CORE = re.compile(r"tf32|xf32|s1688|s16816|_tf32|f32_f32_tf32", re.IGNORECASE)
 
 

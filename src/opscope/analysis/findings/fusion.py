@@ -49,6 +49,7 @@ from opscope.analysis.findings._view import (
     view,
 )
 from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
+from opscope.analysis.opsets import ELEMENTWISE, MATMULS, REDUCTIONS, SOFTMAX
 
 MIN_RUN = 3
 MIN_WALL_SHARE = 0.01
@@ -56,20 +57,7 @@ MIN_AT_STAKE_US = 5.0
 MAX_FINDINGS = 5
 MAX_CHAIN = 12  # longer runs are cut into chains of this length (keeps signatures readable)
 
-ELEMENTWISE = frozenset(
-    (
-        *("add", "sub", "rsub", "mul", "div", "neg", "exp", "exp2", "expm1", "log", "log1p"),
-        *("log2", "sqrt", "rsqrt", "pow", "reciprocal", "abs", "sign", "tanh", "sigmoid"),
-        *("relu", "silu", "gelu", "erf", "clamp", "clamp_min", "clamp_max", "minimum"),
-        *("maximum", "where", "masked_fill", "fill", "zero", "lerp", "addcmul", "addcdiv"),
-        *("square", "sin", "cos", "hardtanh", "leaky_relu", "threshold", "dropout"),
-        *("native_dropout", "to", "_to_copy", "type_as", "copy", "contiguous", "clone"),
-    )
-)
-REDUCTIONS = frozenset(("mean", "sum", "var", "std", "var_mean", "amax", "amin", "max", "min"))
 FUSABLE = ELEMENTWISE | REDUCTIONS
-MATMULS = frozenset(["bmm", "matmul", "mm", "baddbmm"])
-SOFTMAX = frozenset(["softmax", "_softmax"])
 PATTERNS = ("run", "attention", "bias")
 _MAX_MEMBERS = MAX_CHAIN  # an attention chain has at most 6 members, a bias chain 2
 
