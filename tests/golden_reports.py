@@ -95,7 +95,10 @@ def report_of(rel: str) -> dict[str, Any] | None:
     try:
         report = analyze(SHARED / rel, peaks=CPU_PEAKS)
     except TraceError as exc:
-        return {"refused": str(exc).replace(str(SHARED.resolve()), "<shared>")}
+        text = str(exc)
+        for prefix in {str(SHARED.resolve()), str(SHARED), str(SHARED.absolute())}:
+            text = text.replace(prefix, "<shared>")
+        return {"refused": text}
     return canonical(report.to_dict())
 
 
