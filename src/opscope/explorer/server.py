@@ -13,6 +13,7 @@ over :class:`opscope.explorer.data.Session`:
 ``GET /api/chain?id=``                       its dependency chain
 ``GET /api/occurrences?name=``               the occurrences of a framework op
 ``GET /api/diff``                            ``opscope.diff/1`` when two traces were given
+``GET /api/sections[?side=b]``               the Summary's sections (renderer-escaped HTML)
 ==========================================  ====================================================
 
 Security: binds 127.0.0.1 unless told otherwise; answers only requests whose ``Host`` is the
