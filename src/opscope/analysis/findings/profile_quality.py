@@ -222,8 +222,10 @@ def _neuron(ctx: Context, n_device: int) -> list[Finding]:
                 "Neuron capture not processed: no system/device profile tables were read",
                 "high" if n_device == 0 else "medium",
                 f"Turn the capture into Neuron Explorer tables and report on them: {cmd} "
-                "(neuron-explorer ships with the Neuron SDK; opscope runs it itself when it is "
-                "on PATH). Until then device columns hold no Neuron executions.",
+                "(neuron-explorer ships with the Neuron SDK; the opscope commands run it before "
+                "they read a capture when it is on PATH, loading in Python never does: "
+                "opscope.capture.neuron_explorer.convert). Until then device columns hold no "
+                "Neuron executions.",
                 {"captures": unprocessed[:10]},
             )
         )
