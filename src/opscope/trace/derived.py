@@ -33,6 +33,11 @@ def op_tree_parent(events: pa.Table | EventIndex) -> np.ndarray:
     return _index(events).tree_parent
 
 
+def _taken(ev: pa.Table, take: pa.Array, names: tuple[str, ...]) -> dict[str, pa.ChunkedArray]:
+    """The rows ``take`` of the event table's columns ``names``, by name."""
+    return {n: ev.column(n).take(take) for n in names}
+
+
 def build_ops(events: pa.Table | EventIndex) -> pa.Table:
     """One row per framework op/annotation/step event with self and device times."""
     index = _index(events)
@@ -55,14 +60,7 @@ def build_ops(events: pa.Table | EventIndex) -> pa.Table:
     parent = tparent[rows]
     return pa.table(
         {
-            "id": ev.column("id").take(take),
-            "rank": ev.column("rank").take(take),
-            "name": ev.column("name").take(take),
-            "kind": ev.column("kind").take(take),
-            "pid": ev.column("pid").take(take),
-            "tid": ev.column("tid").take(take),
-            "start_ns": ev.column("start_ns").take(take),
-            "dur_ns": ev.column("dur_ns").take(take),
+            **_taken(ev, take, ("id", "rank", "name", "kind", "pid", "tid", "start_ns", "dur_ns")),
             "self_ns": pa.array(index.self_ns[rows], pa.int64()),
             "parent_op": pa.array(
                 np.where(parent >= 0, index.ids[np.maximum(parent, 0)], 0),
@@ -127,7 +125,6 @@ def build_kernels(events: pa.Table | EventIndex) -> pa.Table:
         if op_name is not None and len(dev_rows)
         else pa.array([], pa.string())
     )
-    rank = ev.column("rank")
     if "launch_id" in ev.column_names:
         # linked at ingest (correlation, else ac2g flows: graph launches included)
         launch_arr = ev.column("launch_id").take(take)
@@ -135,15 +132,8 @@ def build_kernels(events: pa.Table | EventIndex) -> pa.Table:
         launch_arr = _launch_by_correlation(index, dev_rows)
     return pa.table(
         {
-            "id": ev.column("id").take(take),
-            "rank": rank.take(take),
-            "name": ev.column("name").take(take),
-            "kind": ev.column("kind").take(take),
-            "pid": ev.column("pid").take(take),
-            "lane": ev.column("lane").take(take),
-            "start_ns": ev.column("start_ns").take(take),
-            "dur_ns": ev.column("dur_ns").take(take),
-            "op_id": ev.column("op_id").take(take),
+            **_taken(ev, take, ("id", "rank", "name", "kind", "pid", "lane", "start_ns")),
+            **_taken(ev, take, ("dur_ns", "op_id")),
             "op_name": op_name,
             "launch_id": launch_arr,
             "step": ev.column("step").take(take),
