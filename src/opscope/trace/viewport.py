@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import orjson
 
+from opscope.trace.args import decode_args
 from opscope.trace.model import Trace
 
 GROUPS = ("framework", "runtime", "hardware")
@@ -262,7 +262,7 @@ class Viewport:
         lr = int(self.launch_row[row])
         rec["launch_id"] = int(self.ids[lr]) if lr >= 0 else None
         if args:
-            rec["args"] = _decode_args(self.index.args_text(row))
+            rec["args"] = decode_args(self.index.args_text(row), keep_raw=True)
         return rec
 
     def event(self, event_id: int) -> dict[str, Any] | None:
@@ -422,16 +422,6 @@ def _aggregate(
         "n": counts[cells],
         "busy": busy[cells].astype(np.int64),
     }
-
-
-def _decode_args(raw: str | None) -> Any:
-    if not raw:
-        return {}
-    text = raw.lstrip(",")  # some readers keep a leading separator
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return {"raw": raw}
 
 
 def _natural(text: str) -> tuple[Any, ...]:

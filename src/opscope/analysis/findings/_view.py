@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from opscope.analysis.findings.base import Context, Evidence, severity_of, share_of_wall
 from opscope.analysis.optable import BOOKKEEPING_NAMES, NO_COMPUTE_OPS
+from opscope.trace.args import decode_args
 from opscope.trace.arrays import bools
 from opscope.trace.index import EventIndex, top_level_strings
 from opscope.trace.schema import DEVICE_WORK_KINDS
@@ -165,16 +166,7 @@ class EventView:
     # -- lookups -------------------------------------------------------------------------------
     def args(self, row: int) -> dict[str, Any]:
         """The ``args`` object of a row (empty when absent or unreadable)."""
-        text = self.index.args_text(row)
-        if not text:
-            return {}
-        # tolerate a stray separator before the object (seen from a trace-writer fast path)
-        text = text.lstrip(", ")
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return {}
-        return value if isinstance(value, dict) else {}
+        return decode_args(self.index.args_text(row))
 
     def arg_strings(self, rows: np.ndarray, key: str) -> np.ndarray:
         """``args(row).get(key)`` of each row when it is a string, else None (an object
