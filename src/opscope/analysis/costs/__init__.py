@@ -12,6 +12,7 @@ Every formula and its source is in docs/cost-model.md.  Pure Python: no torch, n
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -115,6 +116,7 @@ FORMULAS: dict[str, _Formula] = _registry()
 _AUTOGRAD_PREFIX = "autograd::engine::evaluate_function: "
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize_name(name: str) -> str | None:
     """The registry key of a recorded op name, or None when the model does not know it."""
     n = name.strip()
