@@ -86,6 +86,29 @@ def neuron_table(data: dict[str, Any], top: int = 10, name_width: int = 40) -> T
     return t
 
 
+def ranks_table(data: dict[str, Any], top: int = 20) -> Table | None:
+    """A job's ranks (the report of a folder of rank traces), or None for one rank."""
+    ranks = data.get("ranks")
+    if not isinstance(ranks, list) or not ranks:
+        return None
+    t = Table(title=f"Ranks ({len(ranks)})", title_justify="left")
+    for header in ("rank", "events", "wall", "device busy", "device idle", "device time"):
+        t.add_column(header, justify="right", no_wrap=True)
+    t.add_column("findings", justify="right")
+    for r in ranks[:top]:
+        s = r.get("summary") or {}
+        t.add_row(
+            str(r.get("rank")),
+            str(r.get("events", "")),
+            us(s.get("wall_us")),
+            us(s.get("device_busy_us")),
+            us(s.get("device_idle_us")),
+            us(s.get("device_time_us")),
+            str(r.get("findings", 0)),
+        )
+    return t
+
+
 def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
     dev = data["device"]
     src = data["source"]
@@ -101,9 +124,17 @@ def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
         f"{us(s['device_busy_us'])} · idle {us(s['device_idle_us'])} · device time "
         f"{us(s['device_time_us'])}"
     )
+    ranks = ranks_table(data, top)
+    if ranks is not None:
+        console.print(
+            f"[dim]a job of {len(data['ranks'])} ranks: device figures are summed over the "
+            "ranks' devices; wall spans every rank[/dim]"
+        )
     for w in src.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     width = console.width
+    if ranks is not None:
+        console.print(ranks)
     console.print(ops_table(data, top, name_width=max(16, width - 74)))
     if data["kernels"]:
         console.print(kernels_table(data, min(top, 10), name_width=max(16, width - 66)))
@@ -118,6 +149,8 @@ def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
             sev = str(f.get("severity", ""))
             line = Text("• ")
             line.append(f"{sev:<6}", style=styles.get(sev, ""))
+            if f.get("rank") is not None:  # a job's finding: whose rank
+                line.append(f" [rank {f['rank']}]")
             line.append(f" {f['title']}", style="bold")
             line.append(f" — {us(f.get('time_at_stake_us'))} at stake. ")
             line.append(str(f.get("recommendation", "")))
