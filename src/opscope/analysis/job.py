@@ -77,7 +77,8 @@ def roofline_from_dict(d: dict[str, Any]) -> Roofline:
 @dataclass
 class RankReport:
     """The analysis of one rank (see the module docstring).  ``source``, ``device`` and
-    ``window`` are the sections of that rank's ``opscope.report/1`` document."""
+    ``window`` are those sections of the rank's report (``Report.head``: the device as the
+    trace names it; peaks live in the roofline)."""
 
     rank: int
     source: dict[str, Any]

@@ -48,9 +48,11 @@ class Report:
     ranks: list[RankReport] = field(default_factory=list)  # a job's ranks (empty: one rank)
     job: dict[str, Any] | None = None  # a job's merged source/device/window sections
 
-    def to_dict(self) -> dict[str, Any]:
+    def head(self) -> dict[str, Any]:
+        """The ``source``, ``device`` and ``window`` sections (a job's, when merged), without
+        building the rest of the document."""
         if self.job is not None:
-            return self._job_dict(self.job)
+            return {k: dict(self.job[k]) for k in ("source", "device", "window")}
         if self.trace is None:
             raise ValueError("a report of one rank needs its trace")
         meta = self.trace.meta
@@ -59,14 +61,7 @@ class Report:
         if isinstance(captured, dict) and captured.get("kind") == device["kind"]:
             # the run folder knows the device's full name (the trace only knows its kind)
             device["name"] = captured.get("name") or device["name"]
-        device["peaks"] = {}
-        if self.ops.device_is_host:
-            device["note"] = (
-                "CPU-only trace: the device is the CPU; device columns hold the work of the "
-                "computing leaf ops"
-            )
-        out = {
-            "schema": REPORT_SCHEMA,
+        return {
             "source": {
                 "paths": meta.paths,
                 "format": meta.format,
@@ -82,6 +77,21 @@ class Report:
                 "steps": [s.step for s in self.steps if self._in_window(s.step)],
                 "selection": None if self.window_steps is None else list(self.window_steps),
             },
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        head = self.head()
+        device = {**head["device"], "peaks": {}}
+        if self.ops.device_is_host:
+            device["note"] = (
+                "CPU-only trace: the device is the CPU; device columns hold the work of the "
+                "computing leaf ops"
+            )
+        out: dict[str, Any] = {
+            "schema": REPORT_SCHEMA,
+            "source": head["source"],
+            "device": device,
+            "window": head["window"],
             "summary": {
                 **self.timeline.to_dict(),
                 "device_time_us": self.ops.device_time_us,
@@ -92,37 +102,10 @@ class Report:
             "op_shapes": [r.to_dict() for r in self.ops.by_shape],
             "kernels": [k.to_dict() for k in self.kernels],
             "findings": self.findings,
-            **self.extra,
         }
-        if self.roofline is not None:
-            annotate(out, self.roofline)
-            out["roofline"] = self.roofline.to_dict()
-        return out
-
-    def _job_dict(self, sections: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "schema": REPORT_SCHEMA,
-            "source": sections["source"],
-            "device": {**sections["device"], "peaks": {}},
-            "window": sections["window"],
-            "summary": {
-                **self.timeline.to_dict(),
-                "device_time_us": self.ops.device_time_us,
-                "cpu_busy_us": sum(r.cpu_self_us for r in self.ops.rows),
-            },
-            "steps": [s.to_dict() for s in self.steps],
-            "ops": [r.to_dict() for r in self.ops.rows],
-            "op_shapes": [r.to_dict() for r in self.ops.by_shape],
-            "kernels": [k.to_dict() for k in self.kernels],
-            "findings": self.findings,
-            "ranks": [job.rank_summary(r) for r in self.ranks],
-            **self.extra,
-        }
-        if self.ops.device_is_host:
-            out["device"]["note"] = (
-                "CPU-only trace: the device is the CPU; device columns hold the work of the "
-                "computing leaf ops"
-            )
+        if self.ranks:
+            out["ranks"] = [job.rank_summary(r) for r in self.ranks]
+        out.update(self.extra)
         if self.roofline is not None:
             annotate(out, self.roofline)
             out["roofline"] = self.roofline.to_dict()
@@ -153,13 +136,13 @@ def _run_info(source: Trace | str | Path) -> dict[str, Any] | None:
 
 def rank_report(report: Report, rank: int | None = None) -> RankReport:
     """The :class:`RankReport` of a one-rank report (its events are not kept)."""
-    d = report.to_dict()
-    src = d["source"]
+    head = report.head()
+    src = head["source"]
     return RankReport(
         rank=int(rank if rank is not None else (src["ranks"] or [0])[0]),
         source={k: src[k] for k in ("paths", "format", "events", "warnings", "skipped")},
-        device=d["device"],
-        window=d["window"],
+        device=head["device"],
+        window=head["window"],
         ops=report.ops,
         kernels=report.kernels,
         timeline=report.timeline,
