@@ -21,9 +21,10 @@ How a job's figures combine its ranks' (``docs/architecture.md``, "Per-rank unit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from opscope.analysis.findings.base import rank_key
 from opscope.analysis.kernels import KernelRow
 from opscope.analysis.optable import OpRow, OpTable
 from opscope.analysis.peaks import DevicePeaks
@@ -32,7 +33,6 @@ from opscope.analysis.steps import StepStats
 from opscope.analysis.timeline import TimelineSummary
 
 RANK_REPORT_SCHEMA = "opscope.rank_report/1"
-_SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 
 def _build(cls: Any, d: dict[str, Any]) -> Any:
@@ -148,7 +148,7 @@ def _merge_op_rows(tables: Sequence[list[OpRow]], device_total_us: float) -> lis
             key = (r.name, r.input_dims, r.input_types)
             m = merged.get(key)
             if m is None:
-                merged[key] = OpRow(**{f.name: getattr(r, f.name) for f in fields(OpRow)})
+                merged[key] = replace(r)
                 continue
             m.calls += r.calls
             m.cpu_self_us += r.cpu_self_us
@@ -181,9 +181,7 @@ def merge_kernels(tables: Sequence[list[KernelRow]]) -> list[KernelRow]:
         for k in rows:
             m = merged.get(k.name)
             if m is None:
-                merged[k.name] = KernelRow(
-                    k.name, k.calls, k.device_us, k.mean_us, k.min_us, k.max_us, list(k.ops)
-                )
+                merged[k.name] = replace(k, ops=list(k.ops))
                 continue
             m.calls += k.calls
             m.device_us += k.device_us
@@ -234,9 +232,7 @@ def merge_rooflines(rooflines: Sequence[Roofline], table: OpTable) -> Roofline |
             key = (r.name, r.input_dims, r.input_types)
             m = merged.get(key)
             if m is None:
-                merged[key] = RooflineRow(
-                    **{f.name: getattr(r, f.name) for f in fields(RooflineRow)}
-                )
+                merged[key] = replace(r)
                 continue
             m.calls += r.calls
             m.device_self_us += r.device_self_us
@@ -282,9 +278,11 @@ def merge_findings(ranks: Sequence[RankReport]) -> list[dict[str, Any]]:
             found.append({**f, "rank": rr.rank, "rank_finding_id": f.get("id")})
     found.sort(
         key=lambda f: (
-            -float(f.get("time_at_stake_us", 0.0)),
-            _SEVERITY_RANK.get(str(f.get("severity")), 9),
-            str(f.get("title", "")),
+            *rank_key(
+                float(f.get("time_at_stake_us", 0.0)),
+                str(f.get("severity")),
+                str(f.get("title", "")),
+            ),
             int(f["rank"]),
         )
     )
@@ -337,6 +335,16 @@ def merge_devices(ranks: Sequence[RankReport]) -> dict[str, Any]:
     return first
 
 
+def summary(timeline: TimelineSummary, ops: OpTable) -> dict[str, Any]:
+    """A report's ``summary`` section: the timeline with the op table's device time and the
+    CPU time of every op."""
+    return {
+        **timeline.to_dict(),
+        "device_time_us": ops.device_time_us,
+        "cpu_busy_us": sum(r.cpu_self_us for r in ops.rows),
+    }
+
+
 def rank_summary(rr: RankReport) -> dict[str, Any]:
     """The compact line of one rank in a job report's ``ranks`` section."""
     top = [r.name for r in rr.ops.rows[:5] if r.device_self_us > 0]
@@ -344,11 +352,7 @@ def rank_summary(rr: RankReport) -> dict[str, Any]:
         "rank": rr.rank,
         "paths": rr.source.get("paths", []),
         "events": rr.source.get("events", 0),
-        "summary": {
-            **rr.timeline.to_dict(),
-            "device_time_us": rr.ops.device_time_us,
-            "cpu_busy_us": sum(r.cpu_self_us for r in rr.ops.rows),
-        },
+        "summary": summary(rr.timeline, rr.ops),
         "steps": [s.to_dict() for s in rr.steps],
         "findings": len(rr.findings),
         "top_findings": [f.get("title") for f in rr.findings[:3]],
@@ -370,4 +374,5 @@ __all__ = [
     "merge_timelines",
     "rank_summary",
     "roofline_from_dict",
+    "summary",
 ]

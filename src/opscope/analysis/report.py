@@ -92,11 +92,7 @@ class Report:
             "source": head["source"],
             "device": device,
             "window": head["window"],
-            "summary": {
-                **self.timeline.to_dict(),
-                "device_time_us": self.ops.device_time_us,
-                "cpu_busy_us": sum(r.cpu_self_us for r in self.ops.rows),
-            },
+            "summary": job.summary(self.timeline, self.ops),
             "steps": [s.to_dict() for s in self.steps if self._in_window(s.step)],
             "ops": [r.to_dict() for r in self.ops.rows],
             "op_shapes": [r.to_dict() for r in self.ops.by_shape],

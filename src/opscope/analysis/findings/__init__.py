@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from opscope.analysis.findings.base import Context, Evidence, Finding, Rule
+from opscope.analysis.findings.base import Context, Evidence, Finding, Rule, rank_key
 
 __all__ = ["RULE_MODULES", "Context", "Evidence", "Finding", "Rule", "rules", "run_rules"]
 
@@ -37,8 +37,7 @@ def run_rules(ctx: Context, only: set[str] | None = None) -> list[Finding]:
         if only is not None and rule.name not in only:
             continue
         found.extend(rule.run(ctx))
-    severity_rank = {"high": 0, "medium": 1, "low": 2, "info": 3}
-    found.sort(key=lambda f: (-f.time_at_stake_us, severity_rank.get(f.severity, 9), f.title))
+    found.sort(key=lambda f: rank_key(f.time_at_stake_us, f.severity, f.title))
     for i, f in enumerate(found, 1):
         f.id = f"F{i}"
     return found

@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 SEVERITIES = ("high", "medium", "low", "info")
 
 
+def rank_key(time_at_stake_us: float, severity: str, title: str) -> tuple[float, int, str]:
+    """How findings are ranked: most time at stake first, then the graver, then by title."""
+    return (-time_at_stake_us, _SEVERITY_ORDER.get(severity, len(SEVERITIES)), title)
+
+
+_SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
+
+
 @dataclass
 class Evidence:
     """Something the explorer can jump to: events (ids) and/or a time range."""
