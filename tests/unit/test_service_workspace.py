@@ -117,3 +117,14 @@ def test_an_analysis_error_reaches_whoever_asks(
     ws.open(trace_file, prefetch=True).prefetch().join(10)
     with pytest.raises(RuntimeError, match="analysis broke"):
         ws.report()
+
+
+def test_adopt_keeps_what_was_computed(trace_file: Path) -> None:
+    first = Workspace()
+    opened = first.open(trace_file)
+    report = opened.report
+    other = Workspace()
+    assert other.adopt(opened, "a") is opened
+    assert other.get() is opened and other.analysis("a") is report
+    assert opened.handle == "t1"  # its name where it was opened
+    assert other.lanes("a") == first.lanes("t1")

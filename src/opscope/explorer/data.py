@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from opscope.analysis.chain import dependency_chain
 from opscope.analysis.report import Report
 from opscope.service import OpenTrace, Workspace
 from opscope.trace import Trace
@@ -84,12 +83,16 @@ class Side:
 
 class Session:
     """The explorer's data for one path (and optionally a second one to compare with): the
-    explorer's view of a :class:`~opscope.service.Workspace`, whose every answer it passes on."""
+    explorer's view of a :class:`~opscope.service.Workspace` holding them as ``a`` and ``b``,
+    whose every answer it passes on."""
 
     def __init__(self, a: Side, b: Side | None = None) -> None:
         self.a = a
         self.b = b
-        self._diff: dict[str, Any] | None = None
+        self.workspace = Workspace()
+        self.workspace.adopt(a.opened, "a")
+        if b is not None:
+            self.workspace.adopt(b.opened, "b")
 
     @classmethod
     def open(cls, path_a: str | Path, path_b: str | Path | None = None) -> Session:
@@ -109,33 +112,31 @@ class Session:
             return self.b
         return self.a
 
+    def _handle(self, side: str) -> str:
+        self.side(side)  # no second trace: KeyError
+        return "b" if side == "b" else "a"
+
     def report(self, side: str = "a") -> dict[str, Any]:
         data = dict(self.side(side).data)
         data["explorer"] = {**data["explorer"], "compare": self.b is not None, "mode": "server"}
         return data
 
     def lanes(self, side: str = "a") -> dict[str, Any]:
-        return self.side(side).index.lanes_dict()
+        return self.workspace.lanes(self._handle(side))
 
     def window(
         self, lanes: list[int] | None, t0: int, t1: int, px: int, side: str = "a"
     ) -> dict[str, Any]:
-        return self.side(side).index.window(lanes, t0, t1, px)
+        return self.workspace.window(lanes, t0, t1, px, self._handle(side))
 
     def event(self, event_id: int, side: str = "a") -> dict[str, Any] | None:
-        return self.side(side).index.event(event_id)
+        return self.workspace.event(event_id, self._handle(side))
 
     def chain(self, event_id: int, side: str = "a") -> dict[str, Any]:
-        return dependency_chain(self.side(side).index, event_id)
+        return self.workspace.chain(event_id, self._handle(side))
 
     def occurrences(self, name: str, side: str = "a") -> dict[str, Any]:
-        return self.side(side).index.occurrences(name)
+        return self.workspace.occurrences(name, self._handle(side))
 
     def diff(self) -> dict[str, Any] | None:
-        if self.b is None:
-            return None
-        if self._diff is None:
-            from opscope.analysis.diff import diff_reports
-
-            self._diff = diff_reports(self.a.report, self.b.report)
-        return self._diff
+        return None if self.b is None else self.workspace.diff("a", "b")

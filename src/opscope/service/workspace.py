@@ -160,6 +160,15 @@ class Workspace:
             self._last = handle
             return opened
 
+    def adopt(self, opened: OpenTrace, handle: str) -> OpenTrace:
+        """Register a trace already open elsewhere (its report and index come along) under
+        ``handle`` here (``opened.handle`` stays the name it has where it was opened)."""
+        with self._lock:
+            self._traces[handle] = opened
+            self._last = handle
+            self._diffs = {k: v for k, v in self._diffs.items() if handle not in k}
+        return opened
+
     def close(self, handle: str) -> None:
         with self._lock:
             opened = self._traces.pop(handle, None)
