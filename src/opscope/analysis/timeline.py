@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from opscope.trace.arrays import Codes, ints
+from opscope.trace.arrays import Codes, bools, ints
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
     if not timed.any():
         return TimelineSummary(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, device_is_host)
     start = ints(ev.column("start_ns"), 0)
-    end = start + ints(ev.column("dur_ns"), 0)
+    dur = ints(ev.column("dur_ns"), 0)
+    end = start + dur
     t0, t1 = int(start[timed].min()), int(end[timed].max())
     wall = t1 - t0
     kind = Codes.of(ev.column("kind"))
@@ -98,7 +99,7 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
         pre_window = 0
     else:
         dev = np.flatnonzero(source.eq("device") & kind.isin(DEVICE_WORK_KINDS))
-        dev, pre_window = _drop_pre_window(ev, dev, source)
+        dev, pre_window = _drop_pre_window(ev, dev, source, dur)
         s, e = start[dev], end[dev]
         busy = union_ns(s, e)
         span = int(e.max() - s.min()) if len(s) else 0
@@ -128,16 +129,17 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
     )
 
 
-def _drop_pre_window(ev: pa.Table, dev: np.ndarray, source: Codes) -> tuple[np.ndarray, int]:
+def _drop_pre_window(
+    ev: pa.Table, dev: np.ndarray, source: Codes, dur: np.ndarray
+) -> tuple[np.ndarray, int]:
     """Device work launched before the trace began: its correlation has no runtime call here.
-    ``dev`` are row positions; returns the rows kept and the dropped device time (ns)."""
+    ``dev`` are row positions, ``dur`` every row's duration; returns the rows kept and the
+    dropped device time (ns)."""
     corr_col = ev.column("correlation")
     if len(dev) == 0 or corr_col.null_count == len(corr_col):
         return dev, 0
     corr = ints(corr_col, -1)
-    has_corr = np.asarray(corr_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    if corr_col.null_count == 0:
-        has_corr = np.ones(len(corr), dtype=bool)
+    has_corr = bools(corr_col.is_valid())
     dev_has = has_corr[dev]
     if not dev_has.any():  # device events without correlations: nothing to check
         return dev, 0
@@ -153,5 +155,4 @@ def _drop_pre_window(ev: pa.Table, dev: np.ndarray, source: Codes) -> tuple[np.n
         mine = dev_has & (rank[dev] == r)
         launched = corr[runtime[rank[runtime] == r]]
         orphan[mine] = ~np.isin(corr[dev[mine]], launched)
-    dur = ints(ev.column("dur_ns"), 0)
     return dev[~orphan], int(dur[dev[orphan]].sum())
