@@ -29,7 +29,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from opscope.analysis.findings.base import Context, Evidence, severity_of, share_of_wall
+from opscope.analysis.findings.base import Context, Evidence
 from opscope.analysis.optable import BOOKKEEPING_NAMES, NO_COMPUTE_OPS
 from opscope.trace.args import decode_args
 from opscope.trace.arrays import bools
@@ -43,9 +43,6 @@ WORK_KINDS = DEVICE_WORK_KINDS
 MAX_EVIDENCE_IDS = 50
 
 # the names rules already imported from here
-share = share_of_wall
-severity = severity_of
-
 TensorInputs = list[tuple[list[int], str]]
 
 

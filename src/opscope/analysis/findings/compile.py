@@ -50,11 +50,17 @@ from opscope.analysis.findings._view import (
     fmt_us,
     ids_evidence,
     pct,
-    severity,
-    share,
     view,
 )
-from opscope.analysis.findings.base import Context, Evidence, Finding, Rule, make_finding
+from opscope.analysis.findings.base import (
+    Context,
+    Evidence,
+    Finding,
+    Rule,
+    make_finding,
+    severity_of,
+    share_of_wall,
+)
 from opscope.trace.arrays import Codes, bools
 
 MIN_WALL_SHARE = 0.01
@@ -83,13 +89,13 @@ def run(ctx: Context) -> list[Finding]:
     outer = _outermost(v, spans)
     compile_us = float(v.dur[outer].sum()) / 1e3 if len(outer) else 0.0
     in_window = (ctx.run_info or {}).get("compiled_in_window") or []
-    if share(ctx, compile_us) >= MIN_WALL_SHARE or in_window:
-        sh = share(ctx, compile_us)
+    if share_of_wall(ctx, compile_us) >= MIN_WALL_SHARE or in_window:
+        sh = share_of_wall(ctx, compile_us)
         out.append(
             make_finding(
                 ctx,
                 kind="compile",
-                severity=severity(sh) if compile_us else "medium",
+                severity=severity_of(sh) if compile_us else "medium",
                 title=(
                     f"torch.compile compiled inside the measured window: {fmt_us(compile_us)} "
                     f"({pct(sh)} of the window)"
@@ -170,7 +176,7 @@ def run(ctx: Context) -> list[Finding]:
     # guard evaluation on every call
     lookups = win[names.eq(CACHE_LOOKUP)[win]]
     lookup_us = float(v.dur[lookups].sum()) / 1e3
-    if len(lookups) and share(ctx, lookup_us) >= MIN_WALL_SHARE:
+    if len(lookups) and share_of_wall(ctx, lookup_us) >= MIN_WALL_SHARE:
         out.append(
             make_finding(
                 ctx,
@@ -241,11 +247,11 @@ def _neff_per_shape(ctx: Context, v: EventView) -> Finding | None:
     label = {i: v.name_of(int(units[first[i]])) for i in hit}
     rows = ex[name_inv == worst]
     worst_neffs = sorted({str(m) for m in models[name_inv == worst].tolist()})
-    sh = share(ctx, load_us)
+    sh = share_of_wall(ctx, load_us)
     return make_finding(
         ctx,
         kind="compile",
-        severity=severity(sh) if load_us else "medium",
+        severity=severity_of(sh) if load_us else "medium",
         title=f"{label[worst]} ran {neffs[worst]} NEFFs for {shapes[worst]} input shapes: "
         "Neuron compiles a graph per shape",
         time_at_stake_us=load_us,

@@ -36,10 +36,9 @@ from opscope.analysis.findings._view import (
     fmt_us,
     ids_evidence,
     pct,
-    share,
     view,
 )
-from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
+from opscope.analysis.findings.base import Context, Finding, Rule, make_finding, share_of_wall
 from opscope.analysis.opsets import MATMULS
 from opscope.trace.arrays import bools
 
@@ -102,7 +101,7 @@ def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding |
     dev_us = float(v.exec_dur[hit].sum()) / 1e3
     # Neuron runs float64 as float32 (same speed): the cost is precision, not time
     at_stake = 0.0 if kind == "neuron" else SPEEDUP_SHARE * dev_us
-    if len(hit) == 0 or (kind != "neuron" and share(ctx, at_stake) < MIN_WALL_SHARE):
+    if len(hit) == 0 or (kind != "neuron" and share_of_wall(ctx, at_stake) < MIN_WALL_SHARE):
         return None
     # device time per op name, summed in execution order; names in order of first execution
     code = v.index.name.text_codes()[v.op[hit]]
@@ -169,7 +168,7 @@ def _fp32_matmul(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Findi
     if len(hit) == 0 or total <= 0 or dev_us / total < MIN_MATMUL_DEVICE_SHARE:
         return None
     at_stake = SPEEDUP_SHARE * dev_us
-    if share(ctx, at_stake) < MIN_WALL_SHARE:
+    if share_of_wall(ctx, at_stake) < MIN_WALL_SHARE:
         return None
     major = _compute_major(ctx)
     if kind == "cuda" and major is not None and major < 8:

@@ -50,11 +50,9 @@ from opscope.analysis.findings._view import (
     EventView,
     fmt_us,
     ids_evidence,
-    severity,
-    share,
     view,
 )
-from opscope.analysis.findings.base import Context, Finding, Rule
+from opscope.analysis.findings.base import Context, Finding, Rule, severity_of, share_of_wall
 
 MIN_COPIES = 2
 MIN_WALL_SHARE = 0.01
@@ -229,7 +227,7 @@ def _finding(
             "device between steps, or prefetch the next batch on a side stream with "
             "non_blocking=True so the copy overlaps compute."
         )
-    sh = share(ctx, cost_us)
+    sh = share_of_wall(ctx, cost_us)
     size = (
         f", {mean_bytes / 1e6:.2f} MB each"
         if mean_bytes and mean_bytes > SMALL_BYTES
@@ -237,7 +235,7 @@ def _finding(
     )
     return Finding(
         kind="h2d_copies",
-        severity=severity(sh),
+        severity=severity_of(sh),
         title=f"{len(arr)} host-to-device cop{'ies' if len(arr) != 1 else 'y'} caused by "
         f"{op_name}{where}{size}",
         time_at_stake_us=cost_us,

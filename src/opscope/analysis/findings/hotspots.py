@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from opscope.analysis.findings._view import fmt_us, ids_evidence, pct, share, view
-from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
+from opscope.analysis.findings._view import fmt_us, ids_evidence, pct, view
+from opscope.analysis.findings.base import Context, Finding, Rule, make_finding, share_of_wall
 
 MIN_DEVICE_SHARE = 0.10
 MIN_WALL_SHARE = 0.01
@@ -56,7 +56,7 @@ def run(ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     for row in table.sorted("device_self_us")[:MAX_FINDINGS]:
         dev_share = row.device_self_us / total
-        if dev_share < MIN_DEVICE_SHARE or share(ctx, row.device_self_us) < MIN_WALL_SHARE:
+        if dev_share < MIN_DEVICE_SHARE or share_of_wall(ctx, row.device_self_us) < MIN_WALL_SHARE:
             continue
         is_row = np.append(names.values == row.name, [row.name == ""] * 2)
         mine = exec_rows[is_row[exec_code]]

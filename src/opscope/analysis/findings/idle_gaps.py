@@ -31,11 +31,17 @@ from opscope.analysis.findings._view import (
     gaps,
     pct,
     range_evidence,
-    share,
     top_level_ops,
     view,
 )
-from opscope.analysis.findings.base import Context, Evidence, Finding, Rule, make_finding
+from opscope.analysis.findings.base import (
+    Context,
+    Evidence,
+    Finding,
+    Rule,
+    make_finding,
+    share_of_wall,
+)
 
 MIN_GAP_US = 100.0
 MIN_WALL_SHARE = 0.02
@@ -70,7 +76,7 @@ def run(ctx: Context) -> list[Finding]:
     for cause in ("host", "kernel-to-kernel", "other"):
         sel = np.flatnonzero(long & (g.cause == cause))
         total_us = float(g.length[sel].sum()) / 1e3
-        if len(sel) == 0 or share(ctx, total_us) < MIN_WALL_SHARE:
+        if len(sel) == 0 or share_of_wall(ctx, total_us) < MIN_WALL_SHARE:
             continue
         out.append(_finding(ctx, g, sel, cause, total_us))
     return out
@@ -100,7 +106,7 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
         "min_gap_us_counted": MIN_GAP_US,
     }
     title = (
-        f"Device idle {pct(share(ctx, total_us))} of the time in {len(sel)} gaps ≥ "
+        f"Device idle {pct(share_of_wall(ctx, total_us))} of the time in {len(sel)} gaps ≥ "
         f"{fmt_us(MIN_GAP_US)}"
     )
     advice = _ADVICE[cause]

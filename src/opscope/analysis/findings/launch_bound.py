@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from opscope.analysis.findings._view import gaps, pct, range_evidence, share, view
-from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
+from opscope.analysis.findings._view import gaps, pct, range_evidence, view
+from opscope.analysis.findings.base import Context, Finding, Rule, make_finding, share_of_wall
 from opscope.analysis.findings.idle_gaps import MIN_GAP_US
 
 MIN_WALL_SHARE = 0.05
@@ -43,7 +43,7 @@ def run(ctx: Context) -> list[Finding]:
     g = gaps(ctx)
     bubble = (g.cause == "host") & (g.length < MIN_GAP_US * 1e3)
     bubble_us = float(g.length[bubble].sum()) / 1e3
-    if share(ctx, bubble_us) < MIN_WALL_SHARE:
+    if share_of_wall(ctx, bubble_us) < MIN_WALL_SHARE:
         return []
     k = np.flatnonzero(v.is_exec & v.index.kind.eq("kernel") & (v.launch >= 0))
     if len(k) == 0:
@@ -68,7 +68,7 @@ def run(ctx: Context) -> list[Finding]:
         ev.event_ids = [v.event_id(int(g.next_exec[i])), v.event_id(int(g.launch[i]))]
         evidence.append(ev)
     names = ", ".join(r.name for r in top[:3])
-    sh = share(ctx, bubble_us)
+    sh = share_of_wall(ctx, bubble_us)
     fix = (
         "The host cannot launch work as fast as the device runs it. Capture the step in a CUDA "
         'graph (torch.compile(model, mode="reduce-overhead"), or torch.cuda.graphs), fuse the '

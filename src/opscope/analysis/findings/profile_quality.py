@@ -42,11 +42,17 @@ from opscope.analysis.findings._view import (
     fmt_us,
     ids_evidence,
     pct,
-    severity,
-    share,
     view,
 )
-from opscope.analysis.findings.base import Context, Evidence, Finding, Rule, make_finding
+from opscope.analysis.findings.base import (
+    Context,
+    Evidence,
+    Finding,
+    Rule,
+    make_finding,
+    severity_of,
+    share_of_wall,
+)
 
 # Reader warnings about a Neuron profile's format (opscope.trace.neuron.WARNING_PREFIX): not a
 # cut file.  Written here rather than imported so the rule does not load the Neuron reader.
@@ -176,13 +182,13 @@ def run(ctx: Context) -> list[Finding]:
     is_overhead = v.name_matches(OVERHEAD_RE, ignore_case=True) | ix.cat.eq("overhead")
     ov = np.flatnonzero(v.in_window & is_overhead)
     ov_us = float(v.dur[ov].sum()) / 1e3
-    if len(ov) and share(ctx, ov_us) >= MIN_OVERHEAD_SHARE:
-        sh = share(ctx, ov_us)
+    if len(ov) and share_of_wall(ctx, ov_us) >= MIN_OVERHEAD_SHARE:
+        sh = share_of_wall(ctx, ov_us)
         out.append(
             _finding(
                 ctx,
                 f"Profiler overhead: {fmt_us(ov_us)} ({pct(sh)} of the window)",
-                severity(sh),
+                severity_of(sh),
                 "The profiler's own bookkeeping takes a visible share of the window: profile "
                 "fewer steps per window, drop with_stack/profile_memory when not needed, and "
                 "compare with an unprofiled timing (opscope.bench).",

@@ -52,11 +52,9 @@ from opscope.analysis.findings._view import (
     EventView,
     fmt_us,
     ids_evidence,
-    severity,
-    share,
     view,
 )
-from opscope.analysis.findings.base import Context, Finding, Rule
+from opscope.analysis.findings.base import Context, Finding, Rule, severity_of, share_of_wall
 from opscope.analysis.timeline import merge_intervals
 from opscope.markers import SYNC_ANNOTATION
 
@@ -199,10 +197,10 @@ def _finding(ctx: Context, v: EventView, name: str, chain: str, g: _Group) -> Fi
             "and at the very end), or replace it by a CUDA event that a later step waits on "
             "(torch.cuda.Event.record / wait_event)."
         )
-    sh = share(ctx, stake_us)
+    sh = share_of_wall(ctx, stake_us)
     return Finding(
         kind="sync_stalls",
-        severity=severity(sh),
+        severity=severity_of(sh),
         title=(
             f"{n} × {name}{issued}: host blocked {fmt_us(wait_us)}, device idle "
             f"{fmt_us(idle_us)} after them"
