@@ -1,4 +1,5 @@
-"""Build of the optional C scanner (``opscope.trace._scan``); everything else is in pyproject.toml.
+"""Build of the optional C extensions (``opscope.trace._scan``: the event scanner;
+``opscope.trace._args``: values cut out of ``args`` texts); everything else is in pyproject.toml.
 
 The extension is optional: where no C compiler is found the install goes on without it and
 ingestion uses the msgspec decoder (``opscope.trace.native.AVAILABLE`` says which).
@@ -18,6 +19,12 @@ setup(
             ["src/opscope/trace/_scan.c"],
             extra_compile_args=ARGS,
             optional=True,
-        )
+        ),
+        Extension(
+            "opscope.trace._args",
+            ["src/opscope/trace/_args.c"],
+            extra_compile_args=ARGS,
+            optional=True,
+        ),
     ]
 )

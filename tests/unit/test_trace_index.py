@@ -11,9 +11,10 @@ import pyarrow.compute as pc
 import pytest
 
 from opscope.trace import Trace, load_document
+from opscope.trace.argtexts import shape_texts
 from opscope.trace.arrays import Codes, bools, ints, strings
 from opscope.trace.derived import build_kernels, build_ops
-from opscope.trace.index import EventIndex, shape_texts
+from opscope.trace.index import EventIndex
 
 
 def _reference_shape(text: str | None) -> tuple[str | None, str | None]:
@@ -249,7 +250,7 @@ def test_empty_index(n: int) -> None:
 
 
 def test_shape_texts_decode_only_what_they_cannot_prove(monkeypatch: pytest.MonkeyPatch) -> None:
-    import opscope.trace.index as index_module
+    import opscope.trace.argtexts as index_module
 
     decoded: list[str | None] = []
     real = index_module._decode_shape
@@ -294,7 +295,7 @@ STRING_TEXTS = [
 
 
 def test_top_level_strings_are_sure_only_where_orjson_agrees() -> None:
-    from opscope.trace.index import top_level_strings
+    from opscope.trace.argtexts import top_level_strings
 
     values, sure = top_level_strings(pa.array(STRING_TEXTS, pa.string()), "model_name")
     for text, got, ok in zip(STRING_TEXTS, values.tolist(), sure.tolist(), strict=True):

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.markers import SYNC_ANNOTATION
-from opscope.trace.arrays import Codes, ints
+from opscope.trace.arrays import Codes, grouped, ints
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -296,8 +296,9 @@ def _aggregate(
     t = t.append_column(
         "launching", pc.cast(pc.greater(t.column("device_self_count"), 0), pa.int64())
     )
-    t = t.set_column(0, "name", t.column("name").cast(pa.string()))
-    g = t.group_by(keys, use_threads=False).aggregate(
+    groups = grouped(
+        t,
+        keys,
         [
             ("dur_ns", "count"),
             ("dur_ns", "sum"),
@@ -306,10 +307,10 @@ def _aggregate(
             ("device_total_ns", "sum"),
             ("device_self_count", "sum"),
             ("launching", "sum"),
-        ]
+        ],
     )
     out: list[OpRow] = []
-    for r in g.to_pylist():
+    for r in groups:
         cpu_self = r["self_ns_sum"] / 1e3
         cpu_total = r["dur_ns_sum"] / 1e3
         dev_self = r["device_self_ns_sum"] / 1e3

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from opscope.analysis.costs import Cost, normalize_name, op_cost
 from opscope.analysis.optable import select_window
 from opscope.analysis.peaks import DevicePeaks, device_peaks
+from opscope.trace.arrays import Codes, grouped
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -57,11 +57,6 @@ class Analysed(Protocol):
 # far outside the error of the cost model and of datasheet peaks, which are within ~2x).
 OVERHEAD_FACTOR = 10.0
 ROOFLINE_SCHEMA = "opscope.roofline/1"
-
-# RE2 patterns (Arrow) for the two argument lists that change a call's cost.  Concrete Inputs is
-# a flat list of strings; Input Strides nests lists up to three deep (tensor lists).
-_CONCRETE_RE = r'"Concrete Inputs":(?P<c>\[(?:"(?:[^"\\]|\\.)*"|[^\]"])*\])'
-_STRIDES_RE = r'"Input Strides":(?P<s>\[(?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*\])'
 
 
 @dataclass
@@ -236,30 +231,31 @@ def _variants(
     ops = select_window(trace.ops, steps)
     if ops.num_rows == 0:
         return {}
-    name_col = ops.column("name").cast(pa.string())
-    ops = ops.filter(pc.is_in(name_col, pa.array(sorted(names), pa.string())))
+    ops = ops.filter(pa.array(Codes.of(ops.column("name")).isin(names)))
     if ops.num_rows == 0:
         return {}
-    rows = pa.array(trace.index.rows_of(ops.column("id")), pa.int64())
-    args = trace.events.column("args").take(rows)
-    concrete = pc.struct_field(pc.extract_regex(args, _CONCRETE_RE), [0])
-    strides = pc.struct_field(pc.extract_regex(args, _STRIDES_RE), [0])
+    rows = trace.index.rows_of(ops.column("id"))
+    strides, concrete = trace.index.layouts
     t = pa.table(
         {
-            "name": ops.column("name").cast(pa.string()),
+            "name": ops.column("name"),
             "input_dims": ops.column("input_dims"),
             "input_types": ops.column("input_types"),
-            "strides": strides,
-            "concrete": concrete,
+            # codes, not text: faster to group, and a variant's order changes nothing
+            "strides": strides.codes[rows],
+            "concrete": concrete.codes[rows],
         }
     )
-    g = t.group_by(
-        ["name", "input_dims", "input_types", "strides", "concrete"], use_threads=False
-    ).aggregate([("name", "count")])
+    groups = grouped(
+        t, ["name", "input_dims", "input_types", "strides", "concrete"], [("name", "count")]
+    )
     out: dict[tuple[str, str | None, str | None], list[tuple[str | None, str | None, int]]] = {}
-    for r in g.to_pylist():
+    for r in groups:
         key = (r["name"], r["input_dims"], r["input_types"])
-        out.setdefault(key, []).append((r["strides"], r["concrete"], r["name_count"]))
+        s, c = r["strides"], r["concrete"]
+        text_s = str(strides.values[s]) if s >= 0 else None
+        text_c = str(concrete.values[c]) if c >= 0 else None
+        out.setdefault(key, []).append((text_s, text_c, r["name_count"]))
     return out
 
 

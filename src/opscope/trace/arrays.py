@@ -5,12 +5,14 @@
 * :func:`strings` - a string column (dictionary-encoded or not) as an object array of ``str``,
   nulls as ``""``;
 * :class:`Codes` - a string column as integer codes into its distinct values, sorted: the
-  vectorised way to compare, match and group strings without a Python string per row.
+  vectorised way to compare, match and group strings without a Python string per row;
+* :func:`distinct` - the distinct strings of a column;
+* :func:`grouped` - a group-by of dictionary or plain key columns, as rows.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +39,44 @@ def strings(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     arr = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
     arr = arr.fill_null("") if arr.null_count else arr
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def distinct(col: pa.ChunkedArray | pa.Array, mask: np.ndarray | None = None) -> list[str]:
+    """The distinct non-null strings of a string or dictionary column (of the ``mask`` rows
+    when given), in no particular order; a dictionary column is read by its indices."""
+    out: set[str] = set()
+    at = 0
+    for chunk in _chunks(col):
+        n = len(chunk)
+        piece = chunk
+        if mask is not None:
+            piece = chunk.filter(pa.array(mask[at : at + n]))
+        at += n
+        if pa.types.is_dictionary(piece.type):
+            used = np.unique(ints(piece.indices, -1))
+            used = used[used >= 0]
+            values = piece.dictionary.take(pa.array(used)).cast(pa.string())
+        else:
+            values = pc.unique(piece.cast(pa.string()))
+        out.update(v for v in values.to_pylist() if v is not None)
+    return list(out)
+
+
+def grouped(
+    table: pa.Table, keys: list[str], aggregates: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """``table.group_by(keys).aggregate(aggregates).to_pylist()``, dictionary key columns
+    grouped as their text.  (Arrow orders the groups by the key columns' types: grouped by
+    dictionary indices, tied rows of a sorted table would come in another order.)"""
+    for key in keys:
+        col = table.column(key)
+        if pa.types.is_dictionary(col.type):
+            at = table.schema.get_field_index(key)
+            table = table.set_column(at, key, col.cast(col.type.value_type))
+    rows: list[dict[str, Any]] = (
+        table.group_by(keys, use_threads=False).aggregate(aggregates).to_pylist()
+    )
+    return rows
 
 
 def _chunks(col: pa.ChunkedArray | pa.Array) -> list[pa.Array]:

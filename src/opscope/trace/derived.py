@@ -104,8 +104,8 @@ def build_ops_schema() -> pa.Schema:
             ("device_self_count", pa.int64()),
             ("device_total_count", pa.int64()),
             ("step", pa.int32()),
-            ("input_dims", pa.string()),
-            ("input_types", pa.string()),
+            ("input_dims", pa.dictionary(pa.int32(), pa.string())),
+            ("input_types", pa.dictionary(pa.int32(), pa.string())),
         ]
     )
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from opscope.trace.arrays import Codes, distinct
 
 
 @dataclass
@@ -31,8 +32,8 @@ def detect_device(
 ) -> DeviceInfo:
     """The device of a trace: its ``events``, and from its metadata the
     ``device_properties`` and ``extra`` (a ``device_kind`` written at capture wins)."""
-    cats = {str(c).lower() for c in pc.unique(events.column("cat").cast("string")).to_pylist() if c}
-    sources = set(pc.unique(events.column("source").cast("string")).to_pylist())
+    cats = {c.lower() for c in distinct(events.column("cat")) if c}
+    sources = set(distinct(events.column("source")))
     props = device_properties
     name = ""
     if props and isinstance(props[0], dict):
@@ -49,14 +50,9 @@ def detect_device(
     if cats & {"xpu_runtime", "xpu_driver"}:
         return DeviceInfo("xpu", name or "XPU", max(1, len(props)))
     if "device" in sources or cats & {"cuda_runtime", "cuda_driver", "runtime"}:
+        runtime = Codes.of(events.column("source")).eq("runtime")
         rocm = any(isinstance(p, dict) and "gcnArchName" in p for p in props) or any(
-            n.startswith("hip")
-            for n in pc.unique(
-                events.filter(pc.equal(events.column("source").cast("string"), "runtime"))
-                .column("name")
-                .cast("string")
-            ).to_pylist()[:200]
-            if n
+            n.startswith("hip") for n in distinct(events.column("name"), runtime)
         )
         if rocm:
             return DeviceInfo("rocm", name or "AMD GPU", max(1, len(props)))

@@ -27,10 +27,15 @@ import numpy as np
 import pyarrow as pa
 
 _scan: ModuleType | None
+_args: ModuleType | None
 try:
     from opscope.trace import _scan
 except ImportError:  # built without a C compiler
     _scan = None
+try:
+    from opscope.trace import _args
+except ImportError:
+    _args = None
 
 AVAILABLE = _scan is not None and sys.byteorder == "little"
 
@@ -107,3 +112,40 @@ def scan(piece: bytes) -> Columns | None:
         starts=np.frombuffer(got[22], dtype=np.int64),
         ends=np.frombuffer(got[23], dtype=np.int64),
     )
+
+
+def top_values(
+    texts: pa.Array, mask: np.ndarray | None, keys: tuple[str, ...]
+) -> tuple[np.ndarray, list[pa.Array]] | None:
+    """The text of each key's top-level value in compact JSON object ``texts`` (the rows of
+    ``mask``; others, and null texts, give null), where it is what ``orjson.dumps`` writes of
+    the decoded value (``_args.c`` says when), and the mask of the rows it is not sure of
+    (their values are null: a decoder must read them).  None when the extension is not built
+    (or switched off with ``OPSCOPE_NATIVE=0``) or gives up."""
+    if _args is None or not enabled():
+        return None
+    n = len(texts)
+    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int32)[texts.offset : texts.offset + n + 1]
+    data = texts.buffers()[2]
+    want = np.ones(n, dtype=bool) if mask is None else np.asarray(mask, dtype=bool).copy()
+    if texts.null_count:
+        want &= np.asarray(texts.is_valid())
+    got = _args.values(
+        np.ascontiguousarray(offsets),
+        data if data is not None else b"",
+        n,
+        want.view(np.uint8),
+        tuple(k.encode() for k in keys),
+    )
+    if got is None:
+        return None
+    unsure = np.frombuffer(got[0], dtype=np.bool_)
+    values = []
+    for i in range(len(keys)):
+        bitmap, offs, body = got[1 + 3 * i : 4 + 3 * i]
+        values.append(
+            pa.StringArray.from_buffers(
+                n, pa.py_buffer(offs), pa.py_buffer(body), pa.py_buffer(bitmap)
+            )
+        )
+    return unsure, values

@@ -32,8 +32,9 @@ import pyarrow.compute as pc
 from opscope.analysis.findings.base import Context, Evidence
 from opscope.analysis.optable import BOOKKEEPING_NAMES, NO_COMPUTE_OPS
 from opscope.trace.args import decode_args
+from opscope.trace.argtexts import top_level_strings
 from opscope.trace.arrays import bools
-from opscope.trace.index import EventIndex, top_level_strings
+from opscope.trace.index import EventIndex
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:

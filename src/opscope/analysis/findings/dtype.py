@@ -77,18 +77,22 @@ def run(ctx: Context) -> list[Finding]:
 
 
 def _double_ops(v: EventView) -> np.ndarray:
-    """Rows of the framework ops with a ``double`` tensor input of at least one dimension
-    (whose args text spells ``"double"``): candidates from the recorded shapes, parsed once
-    per distinct shape."""
+    """Rows of the framework ops with a ``double`` tensor input of at least one dimension:
+    candidates from the recorded shapes (types that spell ``"double"``), parsed once per
+    distinct shape."""
     ops = np.flatnonzero(v.is_op)
     codes = v.input_codes(ops)
     types = v.index.shapes.types
     spelled = np.array([t is not None and '"double"' in t for t in types] + [True], dtype=bool)
-    # code -2: args the index does not read; checked one by one below
-    cand = ops[(codes == -2) | ((codes >= 0) & spelled[np.where(codes >= 0, codes, -1)])]
+    # code -2: args the index does not read; their text is searched, then decoded one by one
+    odd = ops[codes == -2]
+    if len(odd):
+        text = v.index.events.column("args").take(pa.array(odd))
+        odd = odd[bools(pc.match_substring(text, '"double"'))]
+    cand = np.sort(
+        np.concatenate([odd, ops[(codes >= 0) & spelled[np.where(codes >= 0, codes, -1)]]])
+    )
     if len(cand):
-        text = v.index.events.column("args").take(pa.array(cand))
-        cand = cand[bools(pc.match_substring(text, '"double"'))]
         cand = cand[v.inputs_flag(cand, _has_double)]
     return np.asarray(cand, dtype=np.int64)
 
