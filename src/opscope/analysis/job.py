@@ -203,19 +203,24 @@ def merge_timelines(timelines: Sequence[TimelineSummary]) -> TimelineSummary:
         return TimelineSummary(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, host)
     start = min(t.start_ns for t in live)
     end = max(t.end_ns for t in live)
+    comm = sum(t.comm_us for t in live)
+    with_comm = [t.exposed_comm_us for t in live if t.exposed_comm_us is not None]
+    exposed = sum(with_comm) if with_comm else None
     return TimelineSummary(
         wall_us=(end - start) / 1e3,
         device_span_us=sum(t.device_span_us for t in live),
         device_busy_us=sum(t.device_busy_us for t in live),
         device_idle_us=sum(t.device_idle_us for t in live),
         compute_us=sum(t.compute_us for t in live),
-        comm_us=sum(t.comm_us for t in live),
+        comm_us=comm,
         memcpy_us=sum(t.memcpy_us for t in live),
         memset_us=sum(t.memset_us for t in live),
         start_ns=start,
         end_ns=end,
         device_is_host=host,
         pre_window_device_us=sum(t.pre_window_device_us for t in live),
+        exposed_comm_us=exposed,
+        overlap_share=(1.0 - exposed / comm) if exposed is not None and comm > 0 else None,
     )
 
 

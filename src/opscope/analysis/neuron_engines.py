@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from opscope.analysis.timeline import union_ns
+from opscope.analysis.intervals import union_ns
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace

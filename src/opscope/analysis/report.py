@@ -16,6 +16,7 @@ import numpy as np
 import orjson
 
 from opscope.analysis import job
+from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.job import RankReport
 from opscope.analysis.kernels import KernelRow, kernel_table
@@ -134,9 +135,17 @@ def rank_report(report: Report, rank: int | None = None) -> RankReport:
     """The :class:`RankReport` of a one-rank report (its events are not kept)."""
     head = report.head()
     src = head["source"]
+    rank = int(rank if rank is not None else (src["ranks"] or [0])[0])
+    source = {k: src[k] for k in ("paths", "format", "events", "warnings", "skipped")}
+    if report.trace is not None:
+        meta = report.trace.meta
+        source["rank_source"] = meta.rank_origin.get(rank, "order")
+        info = meta.distributed_info or {}
+        world = info.get("world_size") if isinstance(info, dict) else None
+        source["world_size"] = world if isinstance(world, int) and world > 0 else None
     return RankReport(
-        rank=int(rank if rank is not None else (src["ranks"] or [0])[0]),
-        source={k: src[k] for k in ("paths", "format", "events", "warnings", "skipped")},
+        rank=rank,
+        source=source,
         device=head["device"],
         window=head["window"],
         ops=report.ops,
@@ -145,7 +154,7 @@ def rank_report(report: Report, rank: int | None = None) -> RankReport:
         steps=[s for s in report.steps if report._in_window(s.step)],
         findings=report.findings,
         roofline=report.roofline,
-        extra=dict(report.extra),
+        extra={k: v for k, v in report.extra.items() if k != "distributed"},
     )
 
 
@@ -174,6 +183,8 @@ def merge(
         roofline=job.merge_rooflines([r.roofline for r in ranks if r.roofline], ops),
         ranks=ranks,
     )
+    if has_distributed(ranks):
+        report.extra["distributed"] = distributed_section(ranks)
     report.job = {
         "source": job.merge_sources(ranks),
         "device": job.merge_devices(ranks),
@@ -251,6 +262,8 @@ def _analyze_rank(
             run_info=report.run_info,
         )
         report.findings = [f.to_dict() for f in run_rules(ctx)]
+    if report.timeline.comm_us > 0:
+        report.extra["distributed"] = distributed_section([rank_report(report)])
     if trace.neuron is not None and trace.device.kind == "neuron":
         from opscope.analysis.neuron_engines import neuron_engines
 

@@ -5,14 +5,16 @@
   device work intervals (kernels, copies, sets, collectives, Neuron executions) and
   ``device_idle_us = device_span_us - device_busy_us`` - the same definitions as TraceLens's
   ``gpu_timeline`` (total_time, busy_time, idle_time).  ``compute/comm/memcpy/memset_us`` are the
-  unions per class.
+  unions per class; ``exposed_comm_us`` and ``overlap_share`` say how much of the communication
+  compute hides (:mod:`opscope.analysis.comm`; None without communication).
 * Device work whose ``correlation`` names a runtime launch that is not in the trace was launched
   before the profiler started (work in flight from the previous step): it is left out of the
   window and reported as ``pre_window_device_us``.  Traces whose device events carry no
   correlation at all keep every device event.
 
 On a CPU-only trace the device is the CPU: busy time is the union of the top-level op intervals
-of the busiest thread (the one whose ops cover the most time), and the span is that thread's.
+of the busiest thread (the one whose ops cover the most time), and the span is that thread's;
+``comm_us`` is the union of a CPU backend's own work (gloo's ``gloo:*`` annotations).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from opscope.analysis.comm import figures, host_comm_rows
+from opscope.analysis.intervals import union_ns
 from opscope.trace.arrays import Codes, bools, ints
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
@@ -44,30 +48,11 @@ class TimelineSummary:
     end_ns: int
     device_is_host: bool
     pre_window_device_us: float = 0.0
+    exposed_comm_us: float | None = None  # None: no communication
+    overlap_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals [start, end) as sorted, disjoint (starts, ends)."""
-    if len(starts) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.argsort(starts, kind="stable")
-    s = starts[order]
-    e = np.maximum.accumulate(ends[order])
-    # a new run starts where the interval begins after everything before it ended
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > e[:-1]
-    idx = np.flatnonzero(new)
-    return s[idx], np.maximum.reduceat(e, idx)
-
-
-def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Total length of the union of intervals [start, end)."""
-    s, e = merge_intervals(starts, ends)
-    return int((e - s).sum())
 
 
 def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSummary:
@@ -95,7 +80,13 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
             if u > best:
                 best, span = u, int(end[sel].max() - start[sel].min())
         busy = best
-        parts = {"compute": busy, "comm": 0, "memcpy": 0, "memset": 0}
+        index = trace.index
+        rows = np.arange(index.n) if events is None else index.rows_of(ev.column("id"))
+        work, computing = host_comm_rows(index, rows)
+        comm = figures(
+            index.start[work], index.end[work], index.start[computing], index.end[computing]
+        )
+        parts = {"compute": busy, "comm": comm.comm_ns, "memcpy": 0, "memset": 0}
         pre_window = 0
     else:
         dev = np.flatnonzero(source.eq("device") & kind.isin(DEVICE_WORK_KINDS))
@@ -105,6 +96,7 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
         span = int(e.max() - s.min()) if len(s) else 0
         dkind = kind.codes[dev]
         parts = {}
+        masks: dict[str, np.ndarray] = {}
         for label, ks in (
             ("compute", ("kernel", "exec")),
             ("comm", ("comm",)),
@@ -112,7 +104,10 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
             ("memset", ("memset",)),
         ):
             m = np.isin(dkind, [kind.code(k) for k in ks if kind.code(k) >= 0])
+            masks[label] = m
             parts[label] = union_ns(s[m], e[m])
+        cm, km = masks["comm"], masks["compute"]
+        comm = figures(s[cm], e[cm], s[km], e[km])
     return TimelineSummary(
         wall_us=wall / 1e3,
         device_span_us=span / 1e3,
@@ -126,6 +121,8 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
         end_ns=t1,
         device_is_host=device_is_host,
         pre_window_device_us=pre_window / 1e3,
+        exposed_comm_us=comm.exposed_ns / 1e3 if comm.comm_ns else None,
+        overlap_share=comm.overlap_share,
     )
 
 

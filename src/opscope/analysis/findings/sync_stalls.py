@@ -55,7 +55,7 @@ from opscope.analysis.findings._view import (
     view,
 )
 from opscope.analysis.findings.base import Context, Finding, Rule, severity_of, share_of_wall
-from opscope.analysis.timeline import merge_intervals
+from opscope.analysis.intervals import merge_intervals
 from opscope.markers import SYNC_ANNOTATION
 
 MIN_WALL_SHARE = 0.01
