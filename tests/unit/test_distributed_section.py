@@ -107,3 +107,28 @@ def test_by_collective_sums_and_bandwidths() -> None:
     assert ar["algbw_gbps"] == pytest.approx(8e6 / 4e6)  # bytes / ns = GB/s
     assert ar["busbw_gbps"] == pytest.approx(2.0 * 1.5)
     assert rows[1]["name"] == "broadcast" and rows[1]["algbw_gbps"] is None
+
+
+def test_report_of_a_job_shows_the_section_and_narrows_to_a_rank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from opscope.cli.main import main
+    from opscope.render.text import render
+
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.json").write_text(json.dumps(_doc(0, 2, [(100, 100)])))
+    (job / "rank1.json").write_text(json.dumps(_doc(1, 2, [(120, 60)])))
+    text = render(analyze(job, findings=False, roofline=False).to_dict(), width=120)
+    assert "Communication per rank (2 of 2, ranks from distributedInfo)" in text
+    assert "exposed 160 µs" in text
+    out = tmp_path / "r1.json"
+    assert main(["report", str(job), "--rank", "1", "--format", "json", "-o", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["source"]["ranks"] == [1]
+    assert d["distributed"]["ranks"] == [1]
+    assert d["summary"]["exposed_comm_us"] == pytest.approx(60.0)
+    capsys.readouterr()
+    assert main(["report", str(job), "--rank", "7"]) == 1
+    assert "rank 7: not in this trace (its ranks: 0, 1)" in capsys.readouterr().err

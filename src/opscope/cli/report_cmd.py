@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--roofline", action="store_true", help="print the roofline table (text format)")
     p.add_argument("--peaks", metavar="FILE", help="JSON file overriding device peaks")
     p.add_argument(
+        "--rank", type=int, metavar="N", help="a job's rank N only (default: every rank)"
+    )
+    p.add_argument(
         "--no-cache", action="store_true", help="re-read the trace, bypassing the ingest cache"
     )
 
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
     prepare(args.path, command="report")
     opened = Workspace().open(
-        Path(args.path), steps=steps, cache=not args.no_cache, peaks=args.peaks
+        Path(args.path), steps=steps, cache=not args.no_cache, peaks=args.peaks, rank=args.rank
     )
     report = opened.report
     data = opened.data

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from opscope.render import text_distributed
 from opscope.render.fmt import pct, truncate, us
 
 EXTENSION = ".txt"
@@ -124,17 +125,22 @@ def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
         f"{us(s['device_busy_us'])} · idle {us(s['device_idle_us'])} · device time "
         f"{us(s['device_time_us'])}"
     )
+    comm = text_distributed.summary_line(data)
+    if comm is not None:
+        console.print(comm)
     ranks = ranks_table(data, top)
     if ranks is not None:
         console.print(
             f"[dim]a job of {len(data['ranks'])} ranks: device figures are summed over the "
             "ranks' devices; wall spans every rank[/dim]"
         )
-    for w in src.get("warnings", []):
+    for w in [*src.get("warnings", []), *text_distributed.warnings(data)]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     width = console.width
     if ranks is not None:
         console.print(ranks)
+    for table in text_distributed.tables(data, top):
+        console.print(table)
     console.print(ops_table(data, top, name_width=max(16, width - 74)))
     if data["kernels"]:
         console.print(kernels_table(data, min(top, 10), name_width=max(16, width - 66)))

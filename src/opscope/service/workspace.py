@@ -99,6 +99,19 @@ class OpenTrace:
         }
 
 
+def only_rank(trace: Trace, rank: int) -> Trace:
+    """The events of one rank of ``trace`` as a trace of their own."""
+    from opscope.analysis.report import rank_traces
+
+    ranks = list(trace.meta.ranks) or [0]
+    if rank not in ranks:
+        shown = ", ".join(str(r) for r in ranks[:20]) + (" ..." if len(ranks) > 20 else "")
+        raise ServiceError(f"rank {rank}: not in this trace (its ranks: {shown})")
+    if len(ranks) == 1:
+        return trace
+    return next(t for t in rank_traces(trace) if t.meta.ranks == [rank])
+
+
 class Workspace:
     """Open traces under handles (``t1``, ``t2``, ...); the last one opened answers every call
     that names none.  Safe to share between the threads of a server."""
@@ -121,14 +134,18 @@ class Workspace:
         handle: str | None = None,
         peaks: str | Path | dict[str, Any] | None = None,
         prefetch: bool = False,
+        rank: int | None = None,
     ) -> OpenTrace:
         """Load a trace file, run folder or folder of ranks; returns its :class:`OpenTrace`.
 
         ``peaks``: device peaks for the roofline (a file or dict, see ``analysis.peaks``);
-        ``prefetch``: start the analysis in the background now."""
+        ``prefetch``: start the analysis in the background now; ``rank``: keep that rank of a
+        job only (:class:`ServiceError` naming the ranks there when it has no such rank)."""
         from opscope.trace import load
 
         trace = load(Path(path), cache=cache)
+        if rank is not None:
+            trace = only_rank(trace, rank)
         opened = self.add(trace, path=str(path), steps=steps, handle=handle)
         opened.peaks = peaks
         if prefetch:
