@@ -34,3 +34,22 @@ def overlap_ns(
         return 0
     both = union_ns(np.concatenate([a_start, b_start]), np.concatenate([a_end, b_end]))
     return union_ns(a_start, a_end) + union_ns(b_start, b_end) - both
+
+
+def covered_ns(
+    starts: np.ndarray, ends: np.ndarray, by_start: np.ndarray, by_end: np.ndarray
+) -> np.ndarray:
+    """For each interval [starts[i], ends[i]): how much of it the union of the ``by``
+    intervals covers, in ns (one binary search per end point)."""
+    s, e = merge_intervals(by_start, by_end)
+    if len(s) == 0 or len(starts) == 0:
+        return np.zeros(len(starts), dtype=np.int64)
+    before = np.concatenate(([0], np.cumsum(e - s)))  # covered length before each run
+
+    def cover(t: np.ndarray) -> np.ndarray:
+        j = np.searchsorted(s, t, side="right") - 1
+        jj = np.maximum(j, 0)
+        inside = np.clip(t - s[jj], 0, e[jj] - s[jj])
+        return np.where(j >= 0, before[jj] + inside, 0)
+
+    return np.asarray(cover(ends) - cover(starts), dtype=np.int64)

@@ -19,6 +19,7 @@ RULE_MODULES: tuple[str, ...] = (
     "compile",
     "dtype",
     "profile_quality",
+    "comm_exposed",
 )
 
 
