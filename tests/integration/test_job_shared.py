@@ -52,4 +52,5 @@ def test_merge_equals_the_whole_tables_aggregation() -> None:
     d = report.to_dict()
     per_rank = sum(r["summary"]["device_busy_us"] for r in d["ranks"])
     assert d["summary"]["device_busy_us"] == pytest.approx(per_rank)
-    assert {f["rank"] for f in d["findings"]} <= {0, 1}
+    assert {f["rank"] for f in d["findings"]} <= {0, 1, None}  # None: the job's own
+    assert {f["kind"] for f in d["findings"] if f["rank"] is None} <= {"load_imbalance"}

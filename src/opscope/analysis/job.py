@@ -275,9 +275,12 @@ def merge_rooflines(rooflines: Sequence[Roofline], table: OpTable) -> Roofline |
     )
 
 
-def merge_findings(ranks: Sequence[RankReport]) -> list[dict[str, Any]]:
-    """Every rank's findings, each naming its rank, ranked together and numbered anew."""
-    found: list[dict[str, Any]] = []
+def merge_findings(
+    ranks: Sequence[RankReport], job: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """Every rank's findings, each naming its rank, and the ``job``'s own (``rank`` None),
+    ranked together and numbered anew."""
+    found: list[dict[str, Any]] = [dict(f) for f in job]
     for rr in ranks:
         for f in rr.findings:
             found.append({**f, "rank": rr.rank, "rank_finding_id": f.get("id")})
@@ -288,7 +291,7 @@ def merge_findings(ranks: Sequence[RankReport]) -> list[dict[str, Any]]:
                 str(f.get("severity")),
                 str(f.get("title", "")),
             ),
-            int(f["rank"]),
+            -1 if f.get("rank") is None else int(f["rank"]),
         )
     )
     for i, f in enumerate(found, 1):

@@ -19,6 +19,7 @@ from opscope.analysis import job
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.job import RankReport
+from opscope.analysis.job_findings import job_findings
 from opscope.analysis.kernels import KernelRow, kernel_table
 from opscope.analysis.optable import OpTable, op_table, select_window
 from opscope.analysis.roofline import Roofline, annotate
@@ -178,7 +179,7 @@ def merge(
         timeline=timeline,
         steps=steps,
         window_steps=window_steps,
-        findings=job.merge_findings(ranks),
+        findings=job.merge_findings(ranks, job_findings(ranks, timeline.wall_us)),
         run_info=run_info,
         roofline=job.merge_rooflines([r.roofline for r in ranks if r.roofline], ops),
         ranks=ranks,
