@@ -24,6 +24,7 @@ import numpy as np
 
 from opscope.analysis.intervals import overlap_ns, union_ns
 from opscope.analysis.optable import BOOKKEEPING_NAMES, NO_COMPUTE_OPS
+from opscope.trace.arrays import member
 
 if TYPE_CHECKING:
     from opscope.trace.arrays import Codes
@@ -85,6 +86,6 @@ def host_comm_rows(index: EventIndex, rows: np.ndarray) -> tuple[np.ndarray, np.
         & index.kind.eq("op")[rows]
         & ~name.isin(BOOKKEEPING_NAMES | NO_COMPUTE_OPS)[rows]
         & ~_prefixed(name, HOST_COMM_OPS)[rows]
-        & ~np.isin(index.thread[rows], backend_threads)
+        & ~member(index.thread[rows], backend_threads)
     )
     return work, rows[compute]

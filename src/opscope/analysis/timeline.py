@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from opscope.analysis.comm import figures, host_comm_rows
 from opscope.analysis.intervals import union_ns
-from opscope.trace.arrays import Codes, bools, ints
+from opscope.trace.arrays import Codes, bools, ints, member
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -151,5 +151,5 @@ def _drop_pre_window(
     for r in np.unique(rank[dev[dev_has]]).tolist():
         mine = dev_has & (rank[dev] == r)
         launched = corr[runtime[rank[runtime] == r]]
-        orphan[mine] = ~np.isin(corr[dev[mine]], launched)
+        orphan[mine] = ~member(corr[dev[mine]], launched)
     return dev[~orphan], int(dur[dev[orphan]].sum())

@@ -6,7 +6,7 @@
   nulls as ``""``;
 * :class:`Codes` - a string column as integer codes into its distinct values, sorted: the
   vectorised way to compare, match and group strings without a Python string per row;
-* :func:`distinct` - the distinct strings of a column;
+* :func:`distinct` - the distinct strings of a column; :func:`member` - integer membership;
 * :func:`grouped` - a group-by of dictionary or plain key columns, as rows.
 """
 
@@ -60,6 +60,17 @@ def distinct(col: pa.ChunkedArray | pa.Array, mask: np.ndarray | None = None) ->
             values = pc.unique(piece.cast(pa.string()))
         out.update(v for v in values.to_pylist() if v is not None)
     return list(out)
+
+
+def member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """``np.isin(values, pool)`` for integer arrays, by a sort of ``pool`` and a binary
+    search per value (faster than NumPy's hashing on large arrays)."""
+    values = np.asarray(values)
+    if len(pool) == 0 or len(values) == 0:
+        return np.zeros(len(values), dtype=bool)
+    ordered = np.sort(pool)
+    pos = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    return np.asarray(ordered[pos] == values, dtype=bool)
 
 
 def grouped(

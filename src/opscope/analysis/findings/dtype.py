@@ -40,7 +40,7 @@ from opscope.analysis.findings._view import (
 )
 from opscope.analysis.findings.base import Context, Finding, Rule, make_finding, share_of_wall
 from opscope.analysis.opsets import MATMULS
-from opscope.trace.arrays import bools
+from opscope.trace.arrays import bools, member
 
 MIN_WALL_SHARE = 0.01
 MIN_MATMUL_DEVICE_SHARE = 0.05
@@ -101,7 +101,7 @@ def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding |
     doubles = _double_ops(v)
     if not len(doubles):
         return None
-    hit = ex[np.isin(v.op[ex], doubles)]
+    hit = ex[member(v.op[ex], doubles)]
     dev_us = float(v.exec_dur[hit].sum()) / 1e3
     # Neuron runs float64 as float32 (same speed): the cost is precision, not time
     at_stake = 0.0 if kind == "neuron" else SPEEDUP_SHARE * dev_us

@@ -81,11 +81,12 @@ def _issuing_calls(v: EventView, rows: np.ndarray) -> np.ndarray:
     corr = v.cache.get("correlation")
     if corr is None:
         return out
+    runtime = v.index.is_runtime
     for i, r in enumerate(rows.tolist()):
         c = corr[r]
-        if c < 0 or v.source[r] != "runtime":
+        if c < 0 or not runtime[r]:
             continue
-        same = np.flatnonzero((corr == c) & (v.rank == v.rank[r]) & (v.source == "runtime"))
+        same = np.flatnonzero((corr == c) & (v.rank == v.rank[r]) & runtime)
         same = same[(same != r) & (v.cat[same] != "neuron_rt")]
         same = same[(v.start[same] <= v.start[r]) & (v.end[same] >= v.end[r])]
         if len(same):
@@ -97,10 +98,10 @@ def run(ctx: Context) -> list[Finding]:
     v = view(ctx)
     if v.device_is_host or v.n == 0:
         return []
-    dev = np.flatnonzero(v.is_exec & (v.kind == "memcpy"))
+    dev = np.flatnonzero(v.is_exec & v.index.kind.eq("memcpy"))
     dev = dev[v.name_matches(DEVICE_H2D, ignore_case=True)[dev]]
     rt = np.flatnonzero(
-        (v.source == "runtime") & v.in_window & v.name_matches(RUNTIME_H2D, ignore_case=True)
+        v.index.is_runtime & v.in_window & v.name_matches(RUNTIME_H2D, ignore_case=True)
     )
     # a runtime write that launched a device copy is already counted by that copy
     launched = set(v.launch[dev].tolist())

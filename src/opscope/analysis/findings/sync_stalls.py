@@ -90,7 +90,7 @@ def run(ctx: Context) -> list[Finding]:
     v = view(ctx)
     if v.device_is_host or v.n == 0:
         return []
-    rt = np.flatnonzero((v.source == "runtime") & v.in_window)
+    rt = np.flatnonzero(v.index.is_runtime & v.in_window)
     sync_rows = rt[v.name_matches(SYNC_CALL, ignore_case=True)[rt]].tolist()
     covered: set[int] = set()
     candidates: list[tuple[int, list[int]]] = []
@@ -100,8 +100,8 @@ def run(ctx: Context) -> list[Finding]:
         candidates.append((r, anc))
     # a scalar read that touched the device (a runtime call under it) but recorded no sync;
     # without any runtime call under it, it read a CPU tensor: no sync at all
-    touched = set(v.op[np.flatnonzero((v.source == "runtime") & v.in_window)].tolist())
-    scalar = np.flatnonzero(np.isin(v.name, SCALAR_OPS) & v.in_window)
+    touched = set(v.op[rt].tolist())
+    scalar = np.flatnonzero(v.index.name.isin(SCALAR_OPS) & v.in_window)
     for r in scalar.tolist():
         if r not in covered and r in touched:
             candidates.append((r, _ancestors(v, r)))
