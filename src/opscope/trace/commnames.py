@@ -127,11 +127,11 @@ FAMILIES: tuple[str, ...] = (
 class CommPattern:
     """One row of the table.
 
-    ``needle`` is a lower-case text every name the row matches contains (a cheap test before
-    the regex); ``device`` is False for host-side communication work (Gloo)."""
+    ``needles``: lower-case texts one of which every name the row matches contains (a cheap
+    test before the regex); ``device`` is False for host-side communication work (Gloo)."""
 
     family: str
-    needle: str
+    needles: tuple[str, ...]
     regex: re.Pattern[str]
     collective: str | None
     device: bool = True
@@ -153,6 +153,8 @@ _WORDS: tuple[tuple[str, str], ...] = (
     ("send", r"send"),
     ("recv", r"recv|receive"),
 )
+# the collectives proper (no point-to-point, no rooted ones), for libraries that name only these
+_COLL_WORDS = _WORDS[:5]
 # NCCL's kernel spelling of each collective, most specific first.
 _NCCL_WORDS: tuple[tuple[str, str], ...] = (
     ("all_reduce", "AllReduce"),
@@ -188,19 +190,20 @@ _EP_WORDS: tuple[tuple[str, str], ...] = (
 
 def _row(
     family: str,
-    needle: str,
+    needle: str | tuple[str, ...],
     pattern: str,
     collective: str | None,
     *,
     flags: int = 0,
     device: bool = True,
 ) -> CommPattern:
-    return CommPattern(family, needle, re.compile(pattern, flags), collective, device)
+    needles = (needle,) if isinstance(needle, str) else needle
+    return CommPattern(family, needles, re.compile(pattern, flags), collective, device)
 
 
 def _named(
     family: str,
-    needle: str,
+    needle: str | tuple[str, ...],
     prefix: str,
     words: tuple[tuple[str, str], ...] = _WORDS,
     *,
@@ -239,9 +242,19 @@ COMM_PATTERNS: tuple[CommPattern, ...] = (
     *_nccl(),
     _row("rccl", "rccl", r"^rccl[A-Za-z0-9_]*Kernel", None),
     _row("msccl", "msccl", r"^mscclKernel", None),
-    *_named("mscclpp", "mscclpp::", r"^mscclpp::"),
-    *_named("c10d_symm_mem", "c10d::symmetric_memory::", r"^c10d::symmetric_memory::"),
-    *_named("c10d_symm_mem", "c10d::nvshmem_extension::", r"^c10d::nvshmem_extension::"),
+    *_named("mscclpp", "mscclpp::", r"^mscclpp::", _COLL_WORDS),
+    *_named(
+        "c10d_symm_mem",
+        "c10d::symmetric_memory::",
+        r"^c10d::symmetric_memory::",
+        (*_COLL_WORDS, ("barrier", "barrier")),
+    ),
+    *_named(
+        "c10d_symm_mem",
+        "c10d::nvshmem_extension::",
+        r"^c10d::nvshmem_extension::",
+        (("all_to_all", r"all_?to_?all"),),
+    ),
     _row("c10d_symm_mem", "multimem_", rf"{_OWN}multimem_(?:one_shot_)?all_reduce", "all_reduce"),
     _row("c10d_symm_mem", "multimem_", rf"{_OWN}multimem_all_gather", "all_gather"),
     _row("c10d_symm_mem", "shot_all_reduce", rf"{_OWN}(?:one|two)_shot_all_reduce", "all_reduce"),
@@ -257,8 +270,7 @@ COMM_PATTERNS: tuple[CommPattern, ...] = (
     *_named("pplx", "pplx::", r"^pplx::", _EP_WORDS[:1], catch_all=False),
     *_named("nvshmem", "nvshmem", rf"{_OWN}nvshmem", _NVSHMEM_WORDS),
     *_named("te_userbuffers", "userbuffers_", rf"{_OWN}k?userbuffers_", _USERBUFFERS_WORDS),
-    *_named("hccl", "hcom_", r"^hcom_"),
-    *_named("hccl", "hccl", r"^hccl"),
+    *_named("hccl", ("hcom_", "hccl"), r"^(?:hcom_|hccl)"),
     *_named("oneccl", "ccl", r"^(?:oneccl|xccl|ccl)(?:::|_)"),
     _row("neuron", "cc_running", r"^cc_running$", None),
     *_named("gloo", "gloo:", r"^gloo:", device=False),
@@ -291,7 +303,7 @@ def kernel_identifier(name: str) -> str:
 def match(name: str) -> CommPattern | None:
     """The first row of :data:`COMM_PATTERNS` that matches ``name``, or None."""
     low = name.lower()
-    rows = [r for r in COMM_PATTERNS if r.needle in low]
+    rows = [r for r in COMM_PATTERNS if any(n in low for n in r.needles)]
     if not rows:
         return None
     ident = kernel_identifier(name)
