@@ -24,6 +24,9 @@ analysis.  Columns (see docs/architecture.md for the full description):
 ``launch_id``    device events: the runtime call that launched them (``correlation``, else an
                  ``ac2g`` flow); null otherwise.  Added in schema version 2.
 
+Version 4: a device kernel is kind ``comm`` when :func:`opscope.trace.commnames.is_comm_kernel`
+says so (the table of communication libraries' kernel names), no longer by substrings.
+
 The schema carries a version: bump ``EVENT_SCHEMA_VERSION`` on any change so caches rebuild.
 """
 
@@ -31,7 +34,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-EVENT_SCHEMA_VERSION = 3
+from opscope.trace.commnames import is_comm_kernel
+
+EVENT_SCHEMA_VERSION = 4
 
 SOURCES = ("framework", "runtime", "device", "other")
 KINDS = (
@@ -110,9 +115,6 @@ CATEGORY_MAP: dict[str, tuple[str, str]] = {
 # Neuron executions.  Device annotations (spans over other work) and waits are not.
 DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset", "comm", "exec")
 
-# Device kernels that are collectives: counted as device work, classed as communication.
-COMM_KERNEL_MARKERS = ("nccl", "rccl", "all_reduce", "allreduce", "all_gather", "reduce_scatter")
-
 # Runtime calls that block the host until the device (or a stream/event) is done.
 # (matched case-insensitively: cudaDeviceSynchronize, hipStreamSynchronize, neuron_synchronize)
 SYNC_RUNTIME_MARKERS = (
@@ -128,8 +130,8 @@ def classify(cat: str, name: str) -> tuple[str, str]:
         # user_annotation today; older Kineto eras recorded the step as an "Operator"
         return "framework", "step"
     if source == "device" and kind == "kernel":
-        low = name.lower()
-        if any(m in low for m in COMM_KERNEL_MARKERS):
+        # collectives (opscope.trace.commnames): device work, classed as communication
+        if is_comm_kernel(name):
             return "device", "comm"
     elif source == "runtime" and any(m in name.lower() for m in SYNC_RUNTIME_MARKERS):
         return "runtime", "sync"

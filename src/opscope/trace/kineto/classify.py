@@ -5,13 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from opscope.trace.schema import (
-    CATEGORY_MAP,
-    COMM_KERNEL_MARKERS,
-    KINDS,
-    SOURCES,
-    SYNC_RUNTIME_MARKERS,
-)
+from opscope.trace.commnames import is_comm_kernel
+from opscope.trace.schema import CATEGORY_MAP, KINDS, SOURCES, SYNC_RUNTIME_MARKERS
 
 
 def _encoded(col: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
@@ -55,9 +50,6 @@ def classify_table(table: pa.Table) -> pa.Table:
         cat_src[i] = src_ids[s]
         cat_kind[i] = kind_ids[k]
     step_name = np.fromiter((nm.startswith("ProfilerStep#") for nm in names), bool, len(names))
-    comm_name = np.fromiter(
-        (any(m in nm.lower() for m in COMM_KERNEL_MARKERS) for nm in names), bool, len(names)
-    )
     sync_name = np.fromiter(
         (any(m in nm for m in SYNC_RUNTIME_MARKERS) for nm in names), bool, len(names)
     )
@@ -68,7 +60,12 @@ def classify_table(table: pa.Table) -> pa.Table:
         kind[(src == fw) & (kind == kind_ids["annotation"]) & step_name[name_idx]] = kind_ids[
             "step"
         ]
-        kind[(src == dev) & (kind == kind_ids["kernel"]) & comm_name[name_idx]] = kind_ids["comm"]
+        # communication kernels: the name table is evaluated once per distinct kernel name
+        kernel = (src == dev) & (kind == kind_ids["kernel"])
+        comm_name = np.zeros(len(names), dtype=bool)
+        for j in np.unique(name_idx[kernel]).tolist():
+            comm_name[j] = is_comm_kernel(names[j])
+        kind[kernel & comm_name[name_idx]] = kind_ids["comm"]
         kind[(src == rt) & sync_name[name_idx]] = kind_ids["sync"]
     # lanes: "thread <tid>" for host events, "stream <tid>" for device events, tid otherwise
     lane_values: dict[str, int] = {}
