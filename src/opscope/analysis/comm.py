@@ -5,7 +5,7 @@ Definitions (per rank, over the analysed window):
 * **comm** - the union of the communication intervals.  On a device trace: device events of
   kind ``comm`` (collective and point-to-point kernels, classed at ingest by their names).  On
   a CPU trace (gloo and other CPU backends): the backend's own work, the ``gloo:*``
-  annotations it records on its threads (:data:`HOST_COMM_WORK`).
+  annotations it records on its threads (:func:`opscope.trace.commnames.is_host_comm`).
 * **compute** - the union of the compute intervals.  On a device trace: device kernels and
   Neuron executions that are not communication (copies and sets are neither).  On a CPU trace:
   the computing leaf ops (not bookkeeping, not views or allocation, not communication ops such
@@ -17,6 +17,7 @@ Definitions (per rank, over the analysed window):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,15 +26,15 @@ import numpy as np
 from opscope.analysis.intervals import overlap_ns, union_ns
 from opscope.analysis.optable import BOOKKEEPING_NAMES, NO_COMPUTE_OPS
 from opscope.trace.arrays import member
+from opscope.trace.commnames import collective_of_host_op, is_host_comm
 
 if TYPE_CHECKING:
     from opscope.trace.arrays import Codes
     from opscope.trace.index import EventIndex
 
-# The work a CPU communication backend records on its own threads
-HOST_COMM_WORK = ("gloo:",)
-# Host-side ops that issue or wait for communication: not compute
-HOST_COMM_OPS = ("c10d::", "c10d_functional::", "record_param_comms", "nccl:", "gloo:")
+# Host-side ops that issue or wait for communication: not compute (with every name that
+# opscope.trace.commnames reads as a collective)
+HOST_COMM_OPS = ("c10d::", "c10d_functional::", "_c10d_functional::", "record_param_comms")
 
 
 @dataclass(frozen=True)
@@ -64,28 +65,31 @@ def figures(
     )
 
 
-def _prefixed(codes: Codes, prefixes: tuple[str, ...]) -> np.ndarray:
-    """Rows whose string starts with one of ``prefixes``."""
-    hit = np.fromiter(
-        (str(v).startswith(prefixes) for v in codes.values), dtype=bool, count=len(codes.values)
-    )
+def _named(codes: Codes, test: Callable[[str], bool]) -> np.ndarray:
+    """Rows whose string passes ``test`` (evaluated once per distinct value)."""
+    hit = np.fromiter((test(str(v)) for v in codes.values), dtype=bool, count=len(codes.values))
     return codes.rows(hit)
+
+
+def _comm_op(name: str) -> bool:
+    return name.startswith(HOST_COMM_OPS) or collective_of_host_op(name) is not None
 
 
 def host_comm_rows(index: EventIndex, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Of ``rows`` (positions in the index) of a CPU trace: those of the backend's
-    communication work (:data:`HOST_COMM_WORK`), and those of the computing leaf ops on the
-    other threads (not bookkeeping, views or allocation, not :data:`HOST_COMM_OPS`)."""
+    communication work (:func:`opscope.trace.commnames.is_host_comm`: gloo's), and those of
+    the computing leaf ops on the other threads (not bookkeeping, views or allocation, not
+    communication ops: :data:`HOST_COMM_OPS` and the collectives commnames names)."""
     name = index.name
     framework = index.is_framework[rows]
-    work = rows[framework & _prefixed(name, HOST_COMM_WORK)[rows]]
+    work = rows[framework & _named(name, is_host_comm)[rows]]
     backend_threads = np.unique(index.thread[work])
     compute = (
         framework
         & index.is_leaf[rows]
         & index.kind.eq("op")[rows]
         & ~name.isin(BOOKKEEPING_NAMES | NO_COMPUTE_OPS)[rows]
-        & ~_prefixed(name, HOST_COMM_OPS)[rows]
+        & ~_named(name, _comm_op)[rows]
         & ~member(index.thread[rows], backend_threads)
     )
     return work, rows[compute]
