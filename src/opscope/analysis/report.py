@@ -16,6 +16,7 @@ import numpy as np
 import orjson
 
 from opscope.analysis import job
+from opscope.analysis.collectives import collective_records
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.job import RankReport
 from opscope.analysis.kernels import KernelRow, kernel_table
@@ -47,6 +48,9 @@ class Report:
     roofline: Roofline | None = None
     ranks: list[RankReport] = field(default_factory=list)  # a job's ranks (empty: one rank)
     job: dict[str, Any] | None = None  # a job's merged source/device/window sections
+    # one rank's collective records (analysis.collectives); they travel in its RankReport,
+    # not in the report document
+    collectives: list[dict[str, Any]] = field(default_factory=list)
 
     def head(self) -> dict[str, Any]:
         """The ``source``, ``device`` and ``window`` sections (a job's, when merged), without
@@ -145,6 +149,7 @@ def rank_report(report: Report, rank: int | None = None) -> RankReport:
         steps=[s for s in report.steps if report._in_window(s.step)],
         findings=report.findings,
         roofline=report.roofline,
+        collectives=list(report.collectives),
         extra=dict(report.extra),
     )
 
@@ -237,6 +242,7 @@ def _analyze_rank(
         timeline=timeline_summary(trace, events),
         steps=step_stats(trace),
         window_steps=steps,
+        collectives=collective_records(trace, steps),
     )
     report.run_info = run_info
     if roofline:
