@@ -431,3 +431,25 @@ def test_records_of_a_trace_without_collectives() -> None:
     d = Doc()
     d.op("aten::mm", 0.0, 10.0)
     assert collective_records(d.trace()) == []
+
+
+def test_records_of_a_step_window() -> None:
+    d = Doc()
+    for step, t0 in ((1, 0.0), (2, 1000.0)):
+        d.step(step, t0, 900.0)
+        d.op("c10d::allreduce_", t0 + 10.0, 50.0)
+        d.op(
+            "record_param_comms",
+            t0 + 12.0,
+            40.0,
+            Collective_name="allreduce",
+            In_msg_nelems=10,
+            Out_msg_nelems=10,
+            dtype="Float",
+        )
+        d.launch(t0 + 20.0, 5.0, "ncclKernel_AllReduce_RING_LL_Sum_float", t0 + 30.0, 100.0)
+    trace = d.trace()
+    assert [r["index"] for r in collective_records(trace)] == [0, 1]
+    (only,) = collective_records(trace, (2, 2))
+    assert only["index"] == 0
+    assert only["arrival_ns"] - collective_records(trace)[0]["arrival_ns"] == 1_000_000

@@ -44,7 +44,8 @@ is recorded, so ``bytes`` is the input's size there.
 
 **Order.**  ``index`` counts the collectives of one process group in issue order (the anchor's
 start), 0-based; point-to-point calls (send, recv) are counted apart, since a send on one rank
-pairs with a recv on another and would shift every later collective's index.
+pairs with a recv on another and would shift every later collective's index.  With a step
+window (``steps``) the count starts at the window: analyse every rank over the same steps.
 """
 
 from __future__ import annotations
