@@ -773,24 +773,28 @@ def _match_group(
     instances: list[dict[str, Any]],
     warnings: list[str],
 ) -> None:
-    by_seq = bool(cols.has_seq[sel].all())
-    key_all = cols.seq[sel] if by_seq else cols.index[sel]
-    rank_all = cols.rank[sel]
+    whole = len(sel) == len(cols)  # sel is sorted: all records, no gathers needed
+    by_seq = bool((cols.has_seq if whole else cols.has_seq[sel]).all())
+    key_src = cols.seq if by_seq else cols.index
+    key_all = key_src if whole else key_src[sel]
+    rank_all = cols.rank if whole else cols.rank[sel]
     # one stable sort on (key, rank): each rank's records come in key order already, so the
     # sort merges one sorted run per rank
     group_ranks, rank_codes = _rank_codes(rank_all)
     n_codes = len(group_ranks)
     k_min = int(key_all.min())
-    order = np.argsort((key_all - k_min) * n_codes + rank_codes, kind="stable")
-    rows = sel[order]
-    key = key_all[order]
-    rank = rank_all[order]
-    code = rank_codes[order]  # position among the group's ranks
+    composite = (key_all - k_min) * n_codes + rank_codes
+    order = np.argsort(composite, kind="stable")
+    rows = order if whole else sel[order]
+    composite = composite[order]
+    key = composite // n_codes + k_min
+    code = composite % n_codes  # position among the group's ranks
+    rank = group_ranks[code]
     label = "seq" if by_seq else "index"
     # a rank with two records of one key keeps the first
     dup = np.zeros(len(rows), dtype=bool)
     if len(rows) > 1:
-        dup[1:] = (key[1:] == key[:-1]) & (rank[1:] == rank[:-1])
+        dup[1:] = composite[1:] == composite[:-1]
     if dup.any():
         doubled = sorted({int(r) for r in rank[dup]})
         warnings.append(
@@ -800,7 +804,7 @@ def _match_group(
         keep = ~dup
         rows, key, rank, code = rows[keep], key[keep], rank[keep], code[keep]
     n_ranks = n_codes
-    known_size = int(cols.pg_size[sel].max())
+    known_size = int((cols.pg_size if whole else cols.pg_size[sel]).max())
     if known_size > n_ranks:
         warnings.append(
             f"pg {pg}: records from {n_ranks} of its {known_size} ranks "
@@ -849,31 +853,33 @@ def _match_group(
         if not n_groups:
             return
 
+    group_of = np.repeat(np.arange(n_groups), counts)
     # missing ranks, one warning per rank
-    short = counts < n_ranks
-    if short.any():
-        present = np.zeros((n_groups, n_ranks), dtype=bool)
-        present[np.repeat(np.arange(n_groups), counts), code] = True
+    short = np.flatnonzero(counts < n_ranks)
+    if len(short):
+        in_short = (counts < n_ranks)[group_of]
+        present = np.zeros((len(short), n_ranks), dtype=bool)
+        present[np.searchsorted(short, group_of[in_short]), code[in_short]] = True
         for j in np.flatnonzero(~present.all(axis=0)).tolist():
             miss = np.flatnonzero(~present[:, j])
             warnings.append(
                 f"pg {pg}: rank {int(group_ranks[j])} has no record of {len(miss)} "
                 f"instance{'s' if len(miss) != 1 else ''} (first: {label} "
-                f"{int(key[starts[miss[0]]])}); matched without it"
+                f"{int(key[starts[short[miss[0]]]])}); matched without it"
             )
 
     arrival = cols.arrival[rows]
     end = cols.end[rows]
-    group_of = np.repeat(np.arange(n_groups), counts)
     first = np.minimum.reduceat(arrival, starts)
     last = np.maximum.reduceat(arrival, starts)
     end_skew = np.maximum.reduceat(end, starts) - np.minimum.reduceat(end, starts)
     dur = np.minimum.reduceat(cols.dur_us[rows], starts)
+    last_of = last[group_of]
     # the last to arrive (the lowest rank of a tie: records are in rank order per instance)
-    at_last = np.flatnonzero(arrival == last[group_of])
+    at_last = np.flatnonzero(arrival == last_of)
     firsts = np.r_[True, group_of[at_last][1:] != group_of[at_last][:-1]]
     last_rank = rank[at_last[firsts]]
-    wait = np.round((last[group_of] - arrival) / 1000.0, 3)
+    wait = np.round((last_of - arrival) / 1000.0, 3)
 
     full_ranks = group_ranks.tolist()
     full_keys = [str(r) for r in full_ranks]
@@ -883,9 +889,10 @@ def _match_group(
         waits: list[dict[str, float]] = [{}] * n_groups
         full_at = np.flatnonzero(full)
         if len(full_at):
-            block = wait[starts[full_at][:, None] + np.arange(n_ranks)].tolist()
-            for g, w in zip(full_at.tolist(), block, strict=True):
-                waits[g] = dict(zip(full_keys, w, strict=True))
+            # one flat list, each dict taking the next n_ranks values (zip stops at the keys)
+            flat = iter(wait[np.repeat(full, counts)].tolist())
+            for g in full_at.tolist():
+                waits[g] = dict(zip(full_keys, flat))  # noqa: B905
         ranks_of: list[list[int] | None] = [None] * n_groups
         for g in np.flatnonzero(~full).tolist():
             a, b = int(starts[g]), int(starts[g] + counts[g])
