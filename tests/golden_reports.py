@@ -37,7 +37,7 @@ NEW_SECTIONS = frozenset({"neuron", "distributed"})
 # finding rules added since: their findings are left out (the others renumbered) before comparing
 NEW_FINDING_KINDS = frozenset({"comm_exposed"})
 # keys added since to the ``summary`` sections (communication overlap)
-NEW_SUMMARY_KEYS = frozenset({"exposed_comm_us", "overlap_share"})
+NEW_SUMMARY_KEYS = frozenset({"exposed_comm_us", "overlap_share", "compute_work_us"})
 
 CPU_PEAKS: dict[str, Any] = {
     "devices": {

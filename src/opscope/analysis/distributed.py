@@ -8,8 +8,10 @@ reports alone (no events), so a job merge and a single rank give it the same way
   the world size with no trace);
 * ``clock``: per-rank clock offsets.  Not estimated yet (``method`` "none", offsets 0, nothing
   applied): cross-rank figures compare the ranks' timestamps as recorded;
-* ``per_rank``: each rank's wall, compute, communication, exposed communication, overlap share
-  and device idle time (:mod:`opscope.analysis.comm`), and ``wait_us``, its time waiting for
+* ``per_rank``: each rank's wall, compute (the compute union the overlap is measured against:
+  on a CPU trace the computing ops, not the busy thread's time), communication, exposed
+  communication, overlap share and device idle time (:mod:`opscope.analysis.comm`), and
+  ``wait_us``, its time waiting for
   the others inside matched collectives (None until instances are matched);
 * ``by_collective``: per collective type and process group, count, bytes, duration and
   bandwidth: algorithmic ``algbw = bytes / duration`` and bus ``busbw = algbw x factor``
@@ -126,7 +128,7 @@ def distributed_section(
             {
                 "rank": r.rank,
                 "wall_us": t.wall_us,
-                "compute_us": t.compute_us,
+                "compute_us": t.compute_work_us if t.compute_work_us is not None else t.compute_us,
                 "comm_us": t.comm_us,
                 "exposed_comm_us": t.exposed_comm_us,
                 "overlap_share": t.overlap_share,

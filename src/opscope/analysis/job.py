@@ -220,6 +220,7 @@ def merge_timelines(timelines: Sequence[TimelineSummary]) -> TimelineSummary:
         device_is_host=host,
         pre_window_device_us=sum(t.pre_window_device_us for t in live),
         exposed_comm_us=exposed,
+        compute_work_us=sum(t.compute_work_us or 0.0 for t in live),
         overlap_share=(1.0 - exposed / comm) if exposed is not None and comm > 0 else None,
     )
 

@@ -8,7 +8,7 @@ and its report is :func:`merge` of the rank reports, which needs no events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,11 @@ import numpy as np
 import orjson
 
 from opscope.analysis import job
+from opscope.analysis.collectives import collective_records, match_collectives, stragglers
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.job import RankReport
-from opscope.analysis.job_findings import job_findings
+from opscope.analysis.job_findings import discount_waits, job_findings, straggler_cause
 from opscope.analysis.kernels import KernelRow, kernel_table
 from opscope.analysis.optable import OpTable, op_table, select_window
 from opscope.analysis.roofline import Roofline, annotate
@@ -49,6 +50,9 @@ class Report:
     roofline: Roofline | None = None
     ranks: list[RankReport] = field(default_factory=list)  # a job's ranks (empty: one rank)
     job: dict[str, Any] | None = None  # a job's merged source/device/window sections
+    # one rank's collective records (analysis.collectives); they travel in its RankReport,
+    # not in the report document
+    collectives: list[dict[str, Any]] = field(default_factory=list)
 
     def head(self) -> dict[str, Any]:
         """The ``source``, ``device`` and ``window`` sections (a job's, when merged), without
@@ -155,6 +159,7 @@ def rank_report(report: Report, rank: int | None = None) -> RankReport:
         steps=[s for s in report.steps if report._in_window(s.step)],
         findings=report.findings,
         roofline=report.roofline,
+        collectives=list(report.collectives),
         extra={k: v for k, v in report.extra.items() if k != "distributed"},
     )
 
@@ -179,13 +184,19 @@ def merge(
         timeline=timeline,
         steps=steps,
         window_steps=window_steps,
-        findings=job.merge_findings(ranks, job_findings(ranks, timeline.wall_us)),
+        findings=[],
         run_info=run_info,
         roofline=job.merge_rooflines([r.roofline for r in ranks if r.roofline], ops),
         ranks=ranks,
     )
     if has_distributed(ranks):
-        report.extra["distributed"] = distributed_section(ranks)
+        report.extra["distributed"] = _distributed(ranks)
+    dist = report.extra.get("distributed") or {}
+    waits = {r["rank"]: r.get("wait_us") for r in dist.get("per_rank") or []}
+    found_in = [replace(r, findings=discount_waits(r, waits.get(r.rank))) for r in ranks]
+    report.findings = job.merge_findings(
+        found_in, job_findings(ranks, timeline.wall_us, dist.get("stragglers") or [])
+    )
     report.job = {
         "source": job.merge_sources(ranks),
         "device": job.merge_devices(ranks),
@@ -197,6 +208,13 @@ def merge(
         },
     }
     return report
+
+
+def _distributed(ranks: list[RankReport]) -> dict[str, Any]:
+    """The ``distributed`` section of a job: its ranks' collectives matched into instances."""
+    instances, warnings = match_collectives({r.rank: r.collectives for r in ranks})
+    late = [{**s, "cause": straggler_cause(int(s["rank"]), ranks)} for s in stragglers(instances)]
+    return distributed_section(ranks, instances, late, warnings)
 
 
 def rank_traces(trace: Trace) -> list[Trace]:
@@ -249,6 +267,7 @@ def _analyze_rank(
         timeline=timeline_summary(trace, events),
         steps=step_stats(trace),
         window_steps=steps,
+        collectives=collective_records(trace, steps),
     )
     report.run_info = run_info
     if roofline:
@@ -263,7 +282,7 @@ def _analyze_rank(
             run_info=report.run_info,
         )
         report.findings = [f.to_dict() for f in run_rules(ctx)]
-    if report.timeline.comm_us > 0:
+    if report.timeline.comm_us > 0 or report.collectives:
         report.extra["distributed"] = distributed_section([rank_report(report)])
     if trace.neuron is not None and trace.device.kind == "neuron":
         from opscope.analysis.neuron_engines import neuron_engines

@@ -50,6 +50,9 @@ class TimelineSummary:
     pre_window_device_us: float = 0.0
     exposed_comm_us: float | None = None  # None: no communication
     overlap_share: float | None = None
+    # the compute union the overlap is measured against (analysis.comm; on a CPU trace the
+    # computing ops, where compute_us is the busiest thread's busy time)
+    compute_work_us: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,6 +126,7 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
         pre_window_device_us=pre_window / 1e3,
         exposed_comm_us=comm.exposed_ns / 1e3 if comm.comm_ns else None,
         overlap_share=comm.overlap_share,
+        compute_work_us=comm.compute_ns / 1e3,
     )
 
 
