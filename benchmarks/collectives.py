@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from opscope.analysis.collectives import (
+from opscope.analysis.collective_match import (
     CollectiveColumns,
     collective_columns,
     match_collectives,

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opscope.analysis.collectives import collective_records, match_collectives
+from opscope.analysis.collective_match import match_collectives
+from opscope.analysis.collectives import collective_records
 from opscope.analysis.report import analyze, rank_report
 from opscope.trace import load
 

@@ -8,15 +8,13 @@ from typing import Any
 import pytest
 from test_findings_kit import Doc
 
-from opscope.analysis.collectives import (
+from opscope.analysis.collective_match import (
     INSTANCE_KEYS,
-    RECORD_KEYS,
-    _collective_type,
     collective_columns,
-    collective_records,
     match_collectives,
     stragglers,
 )
+from opscope.analysis.collectives import RECORD_KEYS, _collective_type, collective_records
 from opscope.trace import load_document
 
 

@@ -16,7 +16,8 @@ import numpy as np
 import orjson
 
 from opscope.analysis import job
-from opscope.analysis.collectives import collective_records, match_collectives, stragglers
+from opscope.analysis.collective_match import match_collectives, stragglers
+from opscope.analysis.collectives import collective_records
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.job import RankReport

@@ -1,0 +1,442 @@
+"""Collectives matched across the ranks of a job: instances, waits and stragglers.
+
+:func:`match_collectives` lines up the ranks' collective records
+(:func:`opscope.analysis.collectives.collective_records`) into instances, one per collective
+of the job; :func:`stragglers` names the ranks the others wait for.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from opscope.analysis.collectives import P2P_TYPES, SAME_SIZE_TYPES
+
+# -- matching across ranks -------------------------------------------------------------------
+
+
+@dataclass
+class CollectiveColumns:
+    """The records of several ranks as arrays (one entry per record, ranks concatenated):
+    what :func:`match_collectives` works on.  Codes index ``pgs``/``names``; ``seq`` and
+    ``bytes`` are -1 where None (``has_seq`` tells a seq of -1 from none)."""
+
+    rank: np.ndarray
+    pg: np.ndarray
+    pgs: list[str]
+    name: np.ndarray
+    names: list[str]
+    seq: np.ndarray
+    has_seq: np.ndarray
+    index: np.ndarray
+    bytes: np.ndarray
+    arrival: np.ndarray
+    end: np.ndarray
+    dur_us: np.ndarray
+    pg_size: np.ndarray  # -1 where None
+
+    def __len__(self) -> int:
+        return len(self.rank)
+
+
+def _codes(values: list[str], table: dict[str, int]) -> np.ndarray:
+    """Codes of strings, growing ``table`` (first seen, first code)."""
+    get = table.setdefault
+    return np.fromiter((get(v, len(table)) for v in values), dtype=np.int64, count=len(values))
+
+
+def _int_or(values: Iterable[Any], count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(values with None as -1, which were not None)."""
+    raw = list(values)
+    has = np.fromiter((v is not None for v in raw), dtype=bool, count=count)
+    if has.all():
+        return np.fromiter(raw, dtype=np.int64, count=count), has
+    return np.fromiter((-1 if v is None else v for v in raw), dtype=np.int64, count=count), has
+
+
+def collective_columns(
+    records_by_rank: Mapping[int, Sequence[Mapping[str, Any]]],
+) -> CollectiveColumns:
+    """The records of each rank (lists of :func:`collective_records` dicts) as columns; the
+    record's own ``rank`` is ignored in favour of the key it is filed under."""
+    pg_table: dict[str, int] = {}
+    name_table: dict[str, int] = {}
+    parts: dict[str, list[np.ndarray]] = {
+        k: []
+        for k in (
+            "rank",
+            "pg",
+            "name",
+            "seq",
+            "has_seq",
+            "index",
+            "bytes",
+            "arrival",
+            "end",
+            "dur_us",
+            "pg_size",
+        )
+    }
+    for r, recs in records_by_rank.items():
+        n = len(recs)
+        if not n:
+            continue
+        parts["rank"].append(np.full(n, int(r), dtype=np.int64))
+        parts["pg"].append(_codes([str(p) for p in map(itemgetter("pg"), recs)], pg_table))
+        parts["name"].append(_codes(list(map(itemgetter("name"), recs)), name_table))
+        seq, has = _int_or(map(itemgetter("seq"), recs), n)
+        parts["seq"].append(seq)
+        parts["has_seq"].append(has)
+        parts["index"].append(np.fromiter(map(itemgetter("index"), recs), np.int64, n))
+        parts["bytes"].append(_int_or(map(itemgetter("bytes"), recs), n)[0])
+        parts["arrival"].append(np.fromiter(map(itemgetter("arrival_ns"), recs), np.int64, n))
+        parts["end"].append(np.fromiter(map(itemgetter("end_ns"), recs), np.int64, n))
+        parts["dur_us"].append(np.fromiter(map(itemgetter("dur_us"), recs), np.float64, n))
+        parts["pg_size"].append(_int_or(map(itemgetter("pg_size"), recs), n)[0])
+    empty = {"has_seq": np.zeros(0, dtype=bool), "dur_us": np.zeros(0, dtype=np.float64)}
+    cols = {
+        k: np.concatenate(v) if v else empty.get(k, np.zeros(0, dtype=np.int64))
+        for k, v in parts.items()
+    }
+    return CollectiveColumns(
+        pgs=list(pg_table),
+        names=list(name_table),
+        **cols,
+    )
+
+
+#: The keys of an instance, in order.
+INSTANCE_KEYS = (
+    "name",
+    "pg",
+    "seq",
+    "ranks",
+    "last_rank",
+    "start_skew_us",
+    "end_skew_us",
+    "wait_us",
+    "dur_us",
+    "bytes",
+)
+
+
+def match_collectives(
+    records_by_rank: Mapping[int, Sequence[Mapping[str, Any]]] | CollectiveColumns,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Line the ranks' collective records up into instances: ``(instances, warnings)``.
+
+    Per process group, records are matched by ``seq`` when every record of the group (on
+    every rank) has one, else by ``index``; point-to-point records (send, recv) are not
+    matched (a send pairs with a recv on another rank, not with a send).  Every rank of an
+    instance must agree on the collective type and, for the types whose size is the same on
+    every rank (:data:`SAME_SIZE_TYPES`), on ``bytes`` (where known).  At the first instance
+    where they do not, a warning names the ranks that differ from the majority and matching
+    of that group stops there: the later records of the group could be shifted by one, and a
+    shifted match would give wrong waits without a sign of it.  A rank with no record of an
+    instance (its window started later or ended earlier, or a record is missing) is left out
+    of that instance and named in one warning per group and rank; a group with records from
+    fewer ranks than its ``pg_size`` says so too.  A rank with two records of one ``seq``
+    keeps the first.
+
+    Instance keys: ``name``, ``pg``, ``seq`` (the seq, or the index), ``ranks``,
+    ``last_rank`` (the last to arrive; the lowest of a tie), ``start_skew_us`` (last
+    arrival - first), ``end_skew_us`` (last end - first), ``wait_us`` (``{"<rank>": last
+    arrival - own arrival}``), ``dur_us`` (the transfer time: the shortest record duration
+    over the ranks, the last arrival's in effect) and ``bytes`` (the largest known).
+    Instances come per group (groups by name), in ``seq``/index order.
+    """
+    cols = (
+        records_by_rank
+        if isinstance(records_by_rank, CollectiveColumns)
+        else collective_columns(records_by_rank)
+    )
+    instances: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    if not len(cols):
+        return instances, warnings
+    p2p_codes = [i for i, n in enumerate(cols.names) if n in P2P_TYPES]
+    p2p = np.isin(cols.name, p2p_codes) if p2p_codes else np.zeros(len(cols), dtype=bool)
+    for pg_code in sorted(range(len(cols.pgs)), key=lambda i: cols.pgs[i]):
+        sel = np.flatnonzero((cols.pg == pg_code) & ~p2p)
+        if len(sel):
+            _match_group(cols, cols.pgs[pg_code], sel, instances, warnings)
+    return instances, warnings
+
+
+def _majority_outliers(values: np.ndarray, ranks: np.ndarray) -> tuple[Any, list[int]]:
+    """The most common value (ties: the smallest) and the ranks holding another."""
+    uniq, counts = np.unique(values, return_counts=True)
+    ref = uniq[int(np.argmax(counts))]
+    return ref, sorted(int(r) for r in ranks[values != ref])
+
+
+def _rank_codes(rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct ranks, sorted; each record's position among them)."""
+    lo, hi = int(rank.min()), int(rank.max())
+    if lo >= 0 and hi < 1 << 22:  # ranks: small integers, counted rather than sorted
+        present = np.bincount(rank, minlength=hi + 1) > 0
+        code = np.cumsum(present) - 1
+        return np.flatnonzero(present).astype(np.int64), code[rank].astype(np.int64)
+    uniq, inverse = np.unique(rank, return_inverse=True)
+    return uniq.astype(np.int64), inverse.reshape(-1).astype(np.int64)
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic collector paused: building 10^5 instance dicts otherwise sets it off again
+    and again over containers that hold no cycle."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _match_group(
+    cols: CollectiveColumns,
+    pg: str,
+    sel: np.ndarray,
+    instances: list[dict[str, Any]],
+    warnings: list[str],
+) -> None:
+    whole = len(sel) == len(cols)  # sel is sorted: all records, no gathers needed
+    by_seq = bool((cols.has_seq if whole else cols.has_seq[sel]).all())
+    key_src = cols.seq if by_seq else cols.index
+    key_all = key_src if whole else key_src[sel]
+    rank_all = cols.rank if whole else cols.rank[sel]
+    # one stable sort on (key, rank): each rank's records come in key order already, so the
+    # sort merges one sorted run per rank
+    group_ranks, rank_codes = _rank_codes(rank_all)
+    n_codes = len(group_ranks)
+    k_min = int(key_all.min())
+    composite = (key_all - k_min) * n_codes + rank_codes
+    order = np.argsort(composite, kind="stable")
+    rows = order if whole else sel[order]
+    composite = composite[order]
+    key = composite // n_codes + k_min
+    code = composite % n_codes  # position among the group's ranks
+    rank = group_ranks[code]
+    label = "seq" if by_seq else "index"
+    # a rank with two records of one key keeps the first
+    dup = np.zeros(len(rows), dtype=bool)
+    if len(rows) > 1:
+        dup[1:] = composite[1:] == composite[:-1]
+    if dup.any():
+        doubled = sorted({int(r) for r in rank[dup]})
+        warnings.append(
+            f"pg {pg}: ranks {doubled} have several records of one {label} "
+            f"({int(dup.sum())} extra, first at {label} {int(key[dup][0])}); the first is kept"
+        )
+        keep = ~dup
+        rows, key, rank, code = rows[keep], key[keep], rank[keep], code[keep]
+    n_ranks = n_codes
+    known_size = int((cols.pg_size if whole else cols.pg_size[sel]).max())
+    if known_size > n_ranks:
+        warnings.append(
+            f"pg {pg}: records from {n_ranks} of its {known_size} ranks "
+            f"({', '.join(map(str, group_ranks.tolist()))}); waits and skews cover those only"
+        )
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    counts = np.diff(np.r_[starts, len(rows)])
+    n_groups = len(starts)
+
+    # agreement: type on every rank; size where the type's size is the same on every rank
+    name = cols.name[rows]
+    nbytes = cols.bytes[rows]
+    name_bad = np.minimum.reduceat(name, starts) != np.maximum.reduceat(name, starts)
+    big = np.iinfo(np.int64).max
+    b_min = np.minimum.reduceat(np.where(nbytes >= 0, nbytes, big), starts)
+    b_max = np.maximum.reduceat(nbytes, starts)
+    same_size = np.isin(
+        cols.name[rows[starts]],
+        [i for i, n in enumerate(cols.names) if n in SAME_SIZE_TYPES] or [-1],
+    )
+    size_bad = same_size & (b_max >= 0) & (b_min != big) & (b_min != b_max)
+    bad = np.flatnonzero(name_bad | size_bad)
+    if len(bad):
+        g = int(bad[0])
+        a, b = int(starts[g]), int(starts[g] + counts[g])
+        at = f"{label} {int(key[a])}"
+        if name_bad[g]:
+            ref, odd = _majority_outliers(name[a:b], rank[a:b])
+            found = sorted({cols.names[int(v)] for v in name[a:b] if v != ref})
+            what = f"not {cols.names[int(ref)]} but {', '.join(found)}"
+        else:
+            valid = nbytes[a:b] >= 0
+            ref, odd = _majority_outliers(nbytes[a:b][valid], rank[a:b][valid])
+            what = f"bytes differ from {int(ref)}"
+        later = n_groups - g
+        warnings.append(
+            f"pg {pg}: ranks {odd} disagree at {at} ({what}); matching of pg {pg} stopped "
+            f"there ({later} instance{'s' if later != 1 else ''} from it on not matched)"
+        )
+        cut = a
+        rows, key, rank, code = rows[:cut], key[:cut], rank[:cut], code[:cut]
+        starts, counts = starts[:g], counts[:g]
+        n_groups = g
+        nbytes = nbytes[:cut]
+        b_max = b_max[:g]
+        if not n_groups:
+            return
+
+    group_of = np.repeat(np.arange(n_groups), counts)
+    # missing ranks, one warning per rank
+    short = np.flatnonzero(counts < n_ranks)
+    if len(short):
+        in_short = (counts < n_ranks)[group_of]
+        present = np.zeros((len(short), n_ranks), dtype=bool)
+        present[np.searchsorted(short, group_of[in_short]), code[in_short]] = True
+        for j in np.flatnonzero(~present.all(axis=0)).tolist():
+            miss = np.flatnonzero(~present[:, j])
+            warnings.append(
+                f"pg {pg}: rank {int(group_ranks[j])} has no record of {len(miss)} "
+                f"instance{'s' if len(miss) != 1 else ''} (first: {label} "
+                f"{int(key[starts[short[miss[0]]]])}); matched without it"
+            )
+
+    arrival = cols.arrival[rows]
+    end = cols.end[rows]
+    first = np.minimum.reduceat(arrival, starts)
+    last = np.maximum.reduceat(arrival, starts)
+    end_skew = np.maximum.reduceat(end, starts) - np.minimum.reduceat(end, starts)
+    dur = np.minimum.reduceat(cols.dur_us[rows], starts)
+    last_of = last[group_of]
+    # the last to arrive (the lowest rank of a tie: records are in rank order per instance)
+    at_last = np.flatnonzero(arrival == last_of)
+    firsts = np.r_[True, group_of[at_last][1:] != group_of[at_last][:-1]]
+    last_rank = rank[at_last[firsts]]
+    wait = np.round((last_of - arrival) / 1000.0, 3)
+
+    full_ranks = group_ranks.tolist()
+    full_keys = [str(r) for r in full_ranks]
+    full = counts == n_ranks
+    with _no_gc():
+        # wait dicts: the instances every rank is in as one 2-D block, the others one by one
+        waits: list[dict[str, float]] = [{}] * n_groups
+        full_at = np.flatnonzero(full)
+        if len(full_at):
+            # one flat list, each dict taking the next n_ranks values (zip stops at the keys)
+            flat = iter(wait[np.repeat(full, counts)].tolist())
+            for g in full_at.tolist():
+                waits[g] = dict(zip(full_keys, flat))  # noqa: B905
+        ranks_of: list[list[int] | None] = [None] * n_groups
+        for g in np.flatnonzero(~full).tolist():
+            a, b = int(starts[g]), int(starts[g] + counts[g])
+            ranks_g = rank[a:b].tolist()
+            ranks_of[g] = ranks_g
+            waits[g] = dict(zip(map(str, ranks_g), wait[a:b].tolist(), strict=True))
+        names = cols.names
+        instances.extend(
+            {
+                "name": names[nm],
+                "pg": pg,
+                "seq": k,
+                "ranks": list(full_ranks) if rk is None else rk,
+                "last_rank": lr,
+                "start_skew_us": ss,
+                "end_skew_us": es,
+                "wait_us": w,
+                "dur_us": d,
+                "bytes": by if by >= 0 else None,
+            }
+            for nm, k, rk, lr, ss, es, w, d, by in zip(
+                cols.name[rows[starts]].tolist(),
+                key[starts].tolist(),
+                ranks_of,
+                last_rank.tolist(),
+                np.round((last - first) / 1000.0, 3).tolist(),
+                np.round(end_skew / 1000.0, 3).tolist(),
+                waits,
+                dur.tolist(),
+                b_max.tolist(),
+                strict=True,
+            )
+        )
+
+
+# -- stragglers ------------------------------------------------------------------------------
+
+#: A straggler's caused wait is at least this many times the median of the other ranks'.
+STRAGGLER_RATIO = 3.0
+#: ... and at least this share of the time all ranks spent in the matched collectives.
+STRAGGLER_SHARE = 0.25
+
+
+def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ranks the others wait for, worst first (empty when no rank stands out).
+
+    For each rank: ``times_last`` (instances of two ranks or more where it arrived last),
+    ``caused_wait_us`` (over those instances, the others' waits summed), ``own_wait_us`` (its
+    own waits summed) and ``cause`` (None: the trace tells when a rank arrived late, not
+    why).  A rank *stands out* when both hold:
+
+    * its caused wait is at least :data:`STRAGGLER_RATIO` times the median caused wait of the
+      other ranks (it, not chance, makes the others wait: with ranks late in turn by noise,
+      each causes a similar share); and
+    * its caused wait is at least :data:`STRAGGLER_SHARE` of the rank-time in the matched
+      collectives (every rank's wait plus the transfer time, over all instances): the waiting
+      matters next to the collectives themselves.  (Gloo jobs on a shared two-core CPU, no rank
+      slowed, gave the most-waited-for rank at most about a tenth; a rank slowed before each
+      step's first collective gave 0.8 and more.)
+
+    Only the ranks that stand out are returned.
+    """
+    caused: dict[str, float] = {}
+    own: dict[str, float] = {}
+    times_last: dict[str, int] = {}
+    rank_time = 0.0
+    by_keys: dict[tuple[str, ...], list[Iterable[float]]] = {}
+    for inst in instances:
+        waits: Mapping[str, float] = inst["wait_us"]
+        n = len(waits)
+        rank_time += float(inst["dur_us"]) * n
+        if n < 2:
+            continue
+        total = sum(waits.values())
+        rank_time += total
+        last = str(inst["last_rank"])
+        caused[last] = caused.get(last, 0.0) + total
+        times_last[last] = times_last.get(last, 0) + 1
+        by_keys.setdefault(tuple(waits), []).append(waits.values())
+    for keys, rows in by_keys.items():
+        flat = np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=len(keys) * len(rows))
+        sums = flat.reshape(len(rows), len(keys)).sum(axis=0)
+        for k, s in zip(keys, sums.tolist(), strict=True):
+            own[k] = own.get(k, 0.0) + s
+    ranks = sorted(own, key=int)
+    out: list[dict[str, Any]] = []
+    for r in ranks:
+        mine = caused.get(r, 0.0)
+        others = [caused.get(o, 0.0) for o in ranks if o != r]
+        median = float(np.median(others)) if others else 0.0
+        if mine <= 0 or mine < STRAGGLER_RATIO * median or mine < STRAGGLER_SHARE * rank_time:
+            continue
+        out.append(
+            {
+                "rank": int(r),
+                "times_last": times_last.get(r, 0),
+                "caused_wait_us": round(mine, 3),
+                "own_wait_us": round(own.get(r, 0.0), 3),
+                "cause": None,
+            }
+        )
+    out.sort(key=lambda d: (-d["caused_wait_us"], d["rank"]))
+    return out
+
+
+__all__ = [
+    "INSTANCE_KEYS",
+    "CollectiveColumns",
+    "collective_columns",
+    "match_collectives",
+    "stragglers",
+]
