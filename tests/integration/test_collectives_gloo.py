@@ -121,6 +121,9 @@ def test_the_job_report_names_the_straggler_and_the_waits(slow_job: list[Path]) 
     d = analyze(slow_job[0].parent, roofline=False).to_dict()
     dist = d["distributed"]
     assert dist["ranks"] == list(range(WORLD)) and dist["missing_ranks"] == []
+    # one host, one clock: offsets about 0, not applied
+    assert dist["clock"]["method"] == "collective_ends" and not dist["clock"]["applied"]
+    assert max(abs(v) for v in dist["clock"]["offsets_us"].values()) < 0.1 * DELAY_S * 1e6
     assert len(dist["instances"]) == PER_STEP * ACTIVE
     (late,) = dist["stragglers"]
     assert late["rank"] == SLOW and "idle" in (late["cause"] or "")

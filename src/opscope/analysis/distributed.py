@@ -6,8 +6,9 @@ reports alone (no events), so a job merge and a single rank give it the same way
 * ``world_size``, ``ranks``, ``rank_source`` (``distributedInfo`` | ``filename`` | ``order``:
   how the ranks were told apart; ``rank_sources`` per rank) and ``missing_ranks`` (ranks of
   the world size with no trace);
-* ``clock``: per-rank clock offsets.  Not estimated yet (``method`` "none", offsets 0, nothing
-  applied): cross-rank figures compare the ranks' timestamps as recorded;
+* ``clock``: per-rank clock offsets estimated from the ends of the matched collectives
+  (:mod:`opscope.analysis.clocks`), their residual, and whether they were applied to the
+  cross-rank figures (only where the data support it); one rank: ``method`` "none";
 * ``per_rank``: each rank's wall, compute (the compute union the overlap is measured against:
   on a CPU trace the computing ops, not the busy thread's time), communication, exposed
   communication, overlap share and device idle time (:mod:`opscope.analysis.comm`), and
@@ -109,6 +110,7 @@ def distributed_section(
     instances: list[dict[str, Any]] | None = None,
     stragglers: list[dict[str, Any]] | None = None,
     warnings: list[str] | None = None,
+    clock: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``distributed`` section of a job of ``ranks`` (see the module docstring)."""
     ranks = sorted(ranks, key=lambda r: r.rank)
@@ -143,7 +145,8 @@ def distributed_section(
         "rank_source": max(sorted(counted), key=lambda s: counted[s]) if counted else "order",
         "rank_sources": sources,
         "missing_ranks": sorted(set(range(world)) - set(present)) if world else [],
-        "clock": {
+        "clock": clock
+        or {
             "method": "none",
             "offsets_us": {str(r): 0.0 for r in present},
             "residual_us": None,

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from opscope.analysis import job
+from opscope.analysis import clocks, job
 from opscope.analysis.collective_match import match_collectives, stragglers
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.distributed import distributed_section, has_distributed
@@ -213,9 +213,13 @@ def merge(
 
 def _distributed(ranks: list[RankReport]) -> dict[str, Any]:
     """The ``distributed`` section of a job: its ranks' collectives matched into instances."""
-    instances, warnings = match_collectives({r.rank: r.collectives for r in ranks})
+    records = {r.rank: r.collectives for r in ranks}
+    clock = clocks.estimate(records)
+    if clock["applied"]:
+        records = clocks.corrected(records, clock["offsets_us"])
+    instances, warnings = match_collectives(records)
     late = [{**s, "cause": straggler_cause(int(s["rank"]), ranks)} for s in stragglers(instances)]
-    return distributed_section(ranks, instances, late, warnings)
+    return distributed_section(ranks, instances, late, warnings, clock=clock)
 
 
 def rank_traces(trace: Trace) -> list[Trace]:
