@@ -132,3 +132,22 @@ def test_report_of_a_job_shows_the_section_and_narrows_to_a_rank(
     capsys.readouterr()
     assert main(["report", str(job), "--rank", "7"]) == 1
     assert "rank 7: not in this trace (its ranks: 0, 1)" in capsys.readouterr().err
+
+
+def test_html_and_markdown_show_the_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opscope.render import html, markdown
+
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.json").write_text(json.dumps(_doc(0, 2, [(100, 100)])))
+    (job / "rank1.json").write_text(json.dumps(_doc(1, 2, [(120, 60)])))
+    d = analyze(job, findings=False, roofline=False).to_dict()
+    d["distributed"]["rank_source"] = "<script>x</script>"  # trace-derived text is escaped
+    page = html.sections(d)
+    assert "<h2>Communication per rank</h2>" in page and "<script>x" not in page
+    assert page.count("<tr>") >= 3
+    md = markdown.render(d)
+    assert "## Communication per rank" in md and "| 1 |" in md

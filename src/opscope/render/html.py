@@ -85,7 +85,74 @@ def sections(data: dict[str, Any]) -> str:
     """The sections placed at the top of the page's Summary view: the study (when the report
     carries one) and the roofline chart (when it has one)."""
     study = f'<div class="study">{study_section(data["study"])}</div>' if data.get("study") else ""
-    return study + neuron_section(data) + roofline_section(data)
+    return study + distributed_section(data) + neuron_section(data) + roofline_section(data)
+
+
+def _gbps(v: Any) -> str:
+    return "—" if v is None else f"{float(v):.2f} GB/s"
+
+
+def distributed_section(data: dict[str, Any], top: int = 64) -> str:
+    """Communication per rank, collectives by type and the stragglers (the report's
+    ``distributed`` section)."""
+    d = data.get("distributed")
+    if not isinstance(d, dict):
+        return ""
+    rows = [
+        [
+            _e(r.get("rank")),
+            _e(us(r.get("wall_us"))),
+            _e(us(r.get("compute_us"))),
+            _e(us(r.get("comm_us"))),
+            _e(us(r.get("exposed_comm_us"))),
+            _e(pct(r.get("overlap_share"))),
+            _e(us(r.get("wait_us"))),
+            _e(us(r.get("idle_us"))),
+        ]
+        for r in (d.get("per_rank") or [])[:top]
+    ]
+    heads = ["rank", "wall", "compute", "comm", "exposed", "overlap", "wait", "idle"]
+    parts = [_table(heads, rows, set(range(8)))]
+    coll = [
+        [
+            _e(c.get("name")),
+            _e(c.get("pg")),
+            _e(c.get("count")),
+            _e(c.get("bytes")),
+            _e(us(c.get("dur_us"))),
+            _e(_gbps(c.get("algbw_gbps"))),
+            _e(_gbps(c.get("busbw_gbps"))),
+        ]
+        for c in (d.get("by_collective") or [])[:top]
+    ]
+    if coll:
+        heads = ["collective", "group", "count", "bytes", "time", "algbw", "busbw"]
+        parts.append("<h3>Collectives by type</h3>" + _table(heads, coll, {2, 3, 4, 5, 6}))
+    late = [
+        [
+            _e(r.get("rank")),
+            _e(r.get("times_last")),
+            _e(us(r.get("caused_wait_us"))),
+            _e(us(r.get("own_wait_us"))),
+            _e(r.get("cause") or "—"),
+        ]
+        for r in d.get("stragglers") or []
+    ]
+    if late:
+        heads = ["rank", "times last", "others' wait", "own wait", "why"]
+        parts.append("<h3>Stragglers</h3>" + _table(heads, late, {1, 2, 3}))
+    clock = d.get("clock") or {}
+    missing = d.get("missing_ranks") or []
+    meta = (
+        f"{len(d.get('ranks') or [])} of {d.get('world_size')} ranks (from "
+        f"{d.get('rank_source')}){f', {len(missing)} missing' if missing else ''} · "
+        f"{len(d.get('instances') or [])} collective instances matched · clock offsets "
+        f"{'applied' if clock.get('applied') else 'not applied'} ({clock.get('method')})"
+    )
+    return (
+        f'<div class="distributed"><h2>Communication per rank</h2>{parts[0]}'
+        f'<p class="meta">{_e(meta)}</p>{"".join(parts[1:])}</div>'
+    )
 
 
 def neuron_section(data: dict[str, Any]) -> str:

@@ -13,6 +13,31 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _distributed(data: dict[str, Any]) -> list[str]:
+    d = data.get("distributed")
+    if not isinstance(d, dict):
+        return []
+    out = [
+        "## Communication per rank",
+        "",
+        "| rank | wall | compute | comm | exposed | overlap | wait | idle |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in d.get("per_rank") or []:
+        out.append(
+            f"| {r.get('rank')} | {us(r.get('wall_us'))} | {us(r.get('compute_us'))} | "
+            f"{us(r.get('comm_us'))} | {us(r.get('exposed_comm_us'))} | "
+            f"{pct(r.get('overlap_share'))} | {us(r.get('wait_us'))} | {us(r.get('idle_us'))} |"
+        )
+    out.append("")
+    for r in d.get("stragglers") or []:
+        out.append(
+            f"- straggler: rank {r.get('rank')}, last {r.get('times_last')} times, the others "
+            f"waited {us(r.get('caused_wait_us'))}; {_cell(str(r.get('cause') or ''))}"
+        )
+    return [*out, ""] if d.get("stragglers") else out
+
+
 def render(data: dict[str, Any], top: int = 30) -> str:
     dev = data["device"]
     src = data["source"]
@@ -31,6 +56,7 @@ def render(data: dict[str, Any], top: int = 30) -> str:
         f"{us(s['device_idle_us'])} · device time {us(s['device_time_us'])}",
         "",
     ]
+    out += _distributed(data)
     findings = data.get("findings") or []
     if findings:
         out += ["## Findings", ""]
