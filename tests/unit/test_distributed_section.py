@@ -68,6 +68,22 @@ def test_a_job_of_two_ranks_named_by_file(tmp_path: Path, monkeypatch: pytest.Mo
     assert by_rank[1]["exposed_comm_us"] == pytest.approx(60.0)
     assert d["summary"]["exposed_comm_us"] == pytest.approx(160.0)
     assert d["summary"]["overlap_share"] == pytest.approx(0.0)
+    assert any("no distributedInfo" in w and "file name" in w for w in dist["warnings"])
+    assert not any("profiler steps" in w for w in dist["warnings"])
+
+
+def test_ranks_with_other_steps_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    job = tmp_path / "job"
+    job.mkdir()
+    late = _doc(1, 3, [(100, 50)])
+    late["traceEvents"][0]["name"] = "ProfilerStep#2"
+    (job / "rank0.json").write_text(json.dumps(_doc(0, 3, [(100, 50)])))
+    (job / "rank1.json").write_text(json.dumps(late))
+    warnings = analyze(job, findings=False, roofline=False).to_dict()["distributed"]["warnings"]
+    assert any("different profiler steps" in w for w in warnings)
+    assert "1 of 3 ranks have no trace here" in warnings
+    assert not any("distributedInfo" in w for w in warnings)
 
 
 def test_no_communication_and_one_rank_has_no_section(

@@ -105,6 +105,41 @@ def by_collective(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def rank_checks(
+    ranks: Sequence[RankReport], sources: dict[str, str], world: int | None
+) -> list[str]:
+    """What a job's traces should agree on and do not: every rank named by its
+    ``distributedInfo``, the ranks of the world size all there, the same profiler steps on
+    every rank (the cross-rank figures compare them)."""
+    out = []
+    if len(ranks) > 1:
+        unnamed = [r for r, s in sources.items() if s != "distributedInfo"]
+        if unnamed:
+            out.append(
+                f"ranks {', '.join(unnamed[:10])}{' ...' if len(unnamed) > 10 else ''} have no "
+                "distributedInfo in their trace: told apart by "
+                f"{'file name' if sources[unnamed[0]] == 'filename' else 'file order'}"
+            )
+    present = {r.rank for r in ranks}
+    if world is not None and len(present) < world:
+        out.append(f"{world - len(present)} of {world} ranks have no trace here")
+    steps = {r.rank: tuple(sorted({s.step for s in r.steps})) for r in ranks}
+    if len(set(steps.values())) > 1:
+        common = max(set(steps.values()), key=lambda v: list(steps.values()).count(v))
+        odd = [str(r) for r, v in sorted(steps.items()) if v != common]
+        out.append(
+            f"the ranks recorded different profiler steps: ranks {', '.join(odd[:10])} differ from "
+            f"the others ({_span(common)}); cross-rank figures compare unlike windows"
+        )
+    return out
+
+
+def _span(steps: tuple[int, ...]) -> str:
+    if not steps:
+        return "no steps"
+    return f"steps {steps[0]}-{steps[-1]}" if len(steps) > 1 else f"step {steps[0]}"
+
+
 def distributed_section(
     ranks: Sequence[RankReport],
     instances: list[dict[str, Any]] | None = None,
@@ -139,6 +174,7 @@ def distributed_section(
             }
         )
     records = [c for r in ranks for c in r.collectives]
+    notes = list(warnings or []) + rank_checks(ranks, sources, world)
     return {
         "world_size": world if world is not None else len(present),
         "ranks": present,
@@ -156,5 +192,5 @@ def distributed_section(
         "by_collective": by_collective(records),
         "instances": instances or [],
         "stragglers": stragglers or [],
-        "warnings": warnings or [],
+        "warnings": notes,
     }
