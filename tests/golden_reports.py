@@ -35,7 +35,7 @@ IGNORED_KEYS = frozenset({"event_ids", "event_id", "first_event_id", "ids"})
 # top-level sections the rework added on purpose (nothing the goldens hold may change)
 NEW_SECTIONS = frozenset({"neuron", "distributed"})
 # finding rules added since: their findings are left out (the others renumbered) before comparing
-NEW_FINDING_KINDS = frozenset({"comm_exposed"})
+NEW_FINDING_KINDS = frozenset({"comm_exposed", "comm_bandwidth"})
 # keys added since to the ``summary`` sections (communication overlap)
 NEW_SUMMARY_KEYS = frozenset({"exposed_comm_us", "overlap_share", "compute_work_us"})
 

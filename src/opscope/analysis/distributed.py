@@ -18,6 +18,10 @@ reports alone (no events), so a job merge and a single rank give it the same way
   bandwidth: algorithmic ``algbw = bytes / duration`` and bus ``busbw = algbw x factor``
   (:data:`BUS_FACTORS`, the factors NCCL's performance notes define: all-reduce 2(n-1)/n;
   all-gather, reduce-scatter, all-to-all (n-1)/n; broadcast, reduce, send/recv 1);
+  With matched instances, each type also gets ``transfer_us`` (the instances' transfer times,
+  waits left out) and ``transfer_busbw_gbps``; ``link_share`` is the bus bandwidth (the
+  transfer's where known) over the device's link peak (``interconnect``, from the peaks table:
+  None where it does not say);
 * ``instances`` and ``stragglers``: collectives matched across ranks (empty until matched).
 """
 
@@ -105,6 +109,41 @@ def by_collective(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _link(ranks: Sequence[RankReport]) -> dict[str, Any] | None:
+    """The interconnect of the job's devices, when the peaks table knows it."""
+    from opscope.analysis.peaks import interconnect
+
+    names = {str(r.device.get("name") or "") for r in ranks if r.device.get("kind") != "cpu"}
+    links = [interconnect(n) for n in sorted(names) if n]
+    return links[0] if links and all(x == links[0] for x in links) else None
+
+
+def _add_transfer(groups: list[dict[str, Any]], instances: Sequence[dict[str, Any]]) -> None:
+    """Per group, from the matched instances: ``instances``, ``transfer_us`` (the instances'
+    transfer times summed: the wall time the transfers take, waits left out) and the bus
+    bandwidth over it (``transfer_busbw_gbps``)."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for inst in instances:
+        key = (str(inst.get("name")), str(inst.get("pg")))
+        acc = sums.setdefault(key, [0.0, 0.0, 0.0, 0.0])
+        acc[0] += 1
+        acc[1] += float(inst.get("dur_us") or 0.0)
+        if inst.get("bytes"):
+            acc[2] += float(inst["bytes"])
+            acc[3] += float(inst.get("dur_us") or 0.0)
+    for g in groups:
+        got = sums.get((g["name"], g["pg"]))
+        if got is None:
+            continue
+        acc = got
+        g["instances"] = int(acc[0])
+        g["transfer_us"] = acc[1]
+        factor = bus_factor(g["name"], g.get("group_size"))
+        g["transfer_busbw_gbps"] = (
+            acc[2] / (acc[3] * 1e3) * factor if acc[3] > 0 and acc[2] and factor else None
+        )
+
+
 def rank_checks(
     ranks: Sequence[RankReport], sources: dict[str, str], world: int | None
 ) -> list[str]:
@@ -175,6 +214,12 @@ def distributed_section(
         )
     records = [c for r in ranks for c in r.collectives]
     notes = list(warnings or []) + rank_checks(ranks, sources, world)
+    groups = by_collective(records)
+    _add_transfer(groups, instances or [])
+    link = _link(ranks)
+    for g in groups:
+        bw = g.get("transfer_busbw_gbps") or g.get("busbw_gbps")
+        g["link_share"] = bw / link["gbs"] if link and bw is not None else None
     return {
         "world_size": world if world is not None else len(present),
         "ranks": present,
@@ -189,7 +234,8 @@ def distributed_section(
             "applied": False,
         },
         "per_rank": per_rank,
-        "by_collective": by_collective(records),
+        "by_collective": groups,
+        "interconnect": link,
         "instances": instances or [],
         "stragglers": stragglers or [],
         "warnings": notes,

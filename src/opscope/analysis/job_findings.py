@@ -16,6 +16,14 @@ rank as exposed communication; in a job whose collectives are matched, that wait
 straggler's finding, so :func:`discount_waits` takes it out of the rank's time at stake (and
 drops the finding when what is left is under the rule's threshold).
 
+* ``comm_bandwidth`` - collectives far below the link's peak: a collective type whose bus
+  bandwidth (over the transfer times of matched instances where there are any, else over the
+  records' durations, which include waits: ``confidence`` low) is under :data:`LOW_LINK_SHARE`
+  (25 %) of the interconnect's peak and whose time is at least :data:`MIN_COMM_SHARE` (2 %) of
+  the wall.  At stake: its time less the time at :data:`TARGET_LINK_SHARE` (70 %) of the peak.
+  Median messages under :data:`SMALL_BYTES` (1 MiB) are latency-bound (advice: fewer, larger
+  messages); larger ones point at the transport.  No link figure in the peaks table: no finding.
+
 Thresholds are documented in docs/findings.md; each is tested to fire and not to fire.
 """
 
@@ -31,7 +39,26 @@ if TYPE_CHECKING:
     from opscope.analysis.job import RankReport
 
 MIN_EXCESS = 0.10
+LOW_LINK_SHARE = 0.25
+TARGET_LINK_SHARE = 0.70
+MIN_COMM_SHARE = 0.02
+SMALL_BYTES = 1 << 20
 MIN_WALL_SHARE = 0.01
+
+
+def rerank(found: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Findings ranked by the rules' key and numbered F1, F2, ... anew."""
+    from opscope.analysis.findings.base import rank_key
+
+    out = [dict(f) for f in found]
+    out.sort(
+        key=lambda f: rank_key(
+            float(f.get("time_at_stake_us", 0.0)), str(f.get("severity")), str(f.get("title", ""))
+        )
+    )
+    for i, f in enumerate(out, 1):
+        f["id"] = f"F{i}"
+    return out
 
 
 def _fmt(us: float) -> str:
@@ -172,10 +199,85 @@ def discount_waits(rank: RankReport, wait_us: float | None) -> list[dict[str, An
     return out
 
 
+def comm_bandwidth(
+    section: dict[str, Any], wall_us: float, records: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``comm_bandwidth`` findings of a ``distributed`` section (see the module docstring)."""
+    link = section.get("interconnect")
+    if not link or wall_us <= 0:
+        return []
+    out = []
+    for g in section.get("by_collective") or []:
+        matched = g.get("transfer_busbw_gbps") is not None
+        bw = g.get("transfer_busbw_gbps") if matched else g.get("busbw_gbps")
+        factor = None
+        if g.get("algbw_gbps") and g.get("busbw_gbps"):
+            factor = float(g["busbw_gbps"]) / float(g["algbw_gbps"])
+        if bw is None or factor is None or not g.get("bytes"):
+            continue
+        ranks = max(1, len(section.get("ranks") or [1]))
+        time_us = float(g["transfer_us"]) if matched else float(g["dur_us"]) / ranks
+        share = float(bw) / float(link["gbs"])
+        if share >= LOW_LINK_SHARE or time_us < MIN_COMM_SHARE * wall_us:
+            continue
+        per_call = float(g["bytes"]) / max(1, int(g["count"]))
+        bus_bytes = (float(g["bytes"]) / ranks) * factor
+        at_stake = max(0.0, time_us - bus_bytes / (TARGET_LINK_SHARE * float(link["gbs"]) * 1e3))
+        sizes = [int(r["bytes"]) for r in records if r.get("name") == g["name"] and r.get("bytes")]
+        median_bytes = statistics.median(sizes) if sizes else per_call
+        small = median_bytes < SMALL_BYTES
+        advice = (
+            "The messages are small: their cost is per-call latency, not bandwidth. Send fewer, "
+            "larger ones - bucket or coalesce tensors (larger DDP bucket_cap_mb, FSDP's larger "
+            "units, torch.distributed's coalescing manager)."
+            if small
+            else "Large messages move far below the link's peak: check the transport NCCL/RCCL "
+            "chose (NCCL_DEBUG=INFO: P2P/NVLink vs SHM or NET), the links themselves (nvidia-smi "
+            "topo -m / nvlink -s; rocm-smi --showtopo), and compute kernels competing for SMs "
+            "while the collective runs (NCCL_MIN_NCHANNELS, stream priorities)."
+        )
+        pct_share = f"{100 * share:.0f} %" if share >= 0.01 else f"{100 * share:.1f} %"
+        out.append(
+            {
+                "kind": "comm_bandwidth",
+                "severity": severity_of(min(1.0, at_stake / wall_us)),
+                "title": (
+                    f"{g['name']} at {float(bw):.1f} GB/s bus bandwidth, {pct_share} of "
+                    f"{link['name']}'s {float(link['gbs']):.0f} GB/s ({g['count']} calls, median "
+                    f"{median_bytes / 1e6:.2f} MB)"
+                ),
+                "time_at_stake_us": at_stake,
+                "share": min(1.0, at_stake / wall_us),
+                "evidence": [],
+                "recommendation": advice,
+                "confidence": "medium" if matched else "low",
+                "details": {
+                    "collective": g["name"],
+                    "pg": g["pg"],
+                    "busbw_gbps": float(bw),
+                    "link_gbps": float(link["gbs"]),
+                    "link_share": share,
+                    "time_us": time_us,
+                    "median_bytes": median_bytes,
+                    "small_messages": small,
+                    "from_matched_transfers": matched,
+                    "link_source": link.get("source"),
+                },
+                "rank": None,
+            }
+        )
+    return out
+
+
 def job_findings(
-    ranks: Sequence[RankReport], wall_us: float, stragglers: Sequence[dict[str, Any]] = ()
+    ranks: Sequence[RankReport],
+    wall_us: float,
+    stragglers: Sequence[dict[str, Any]] = (),
+    section: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The job-level findings of ``ranks`` (unranked; the merge ranks them with the rest)."""
-    found = [load_imbalance(ranks, wall_us)]
+    found: list[dict[str, Any] | None] = [load_imbalance(ranks, wall_us)]
+    if section:
+        found += comm_bandwidth(section, wall_us, [c for r in ranks for c in r.collectives])
     found += [straggler(s, len(ranks), wall_us) for s in stragglers]
     return [f for f in found if f is not None]

@@ -21,7 +21,13 @@ from opscope.analysis.collectives import collective_records
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.job import RankReport
-from opscope.analysis.job_findings import discount_waits, job_findings, straggler_cause
+from opscope.analysis.job_findings import (
+    comm_bandwidth,
+    discount_waits,
+    job_findings,
+    rerank,
+    straggler_cause,
+)
 from opscope.analysis.kernels import KernelRow, kernel_table
 from opscope.analysis.optable import OpTable, op_table, select_window
 from opscope.analysis.roofline import Roofline, annotate
@@ -196,7 +202,7 @@ def merge(
     waits = {r["rank"]: r.get("wait_us") for r in dist.get("per_rank") or []}
     found_in = [replace(r, findings=discount_waits(r, waits.get(r.rank))) for r in ranks]
     report.findings = job.merge_findings(
-        found_in, job_findings(ranks, timeline.wall_us, dist.get("stragglers") or [])
+        found_in, job_findings(ranks, timeline.wall_us, dist.get("stragglers") or [], dist)
     )
     report.job = {
         "source": job.merge_sources(ranks),
@@ -288,7 +294,11 @@ def _analyze_rank(
         )
         report.findings = [f.to_dict() for f in run_rules(ctx)]
     if report.timeline.comm_us > 0 or report.collectives:
-        report.extra["distributed"] = distributed_section([rank_report(report)])
+        section = distributed_section([rank_report(report)])
+        report.extra["distributed"] = section
+        extra = comm_bandwidth(section, report.timeline.wall_us, report.collectives)
+        if extra and findings:
+            report.findings = rerank([*report.findings, *extra])
     if trace.neuron is not None and trace.device.kind == "neuron":
         from opscope.analysis.neuron_engines import neuron_engines
 

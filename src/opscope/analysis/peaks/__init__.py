@@ -157,4 +157,32 @@ def device_peaks(
     return match_device(name, properties, table)
 
 
-__all__ = ["DevicePeaks", "builtin_table", "device_peaks", "load_table", "match_device"]
+def interconnect(
+    name: str,
+    properties: dict[str, Any] | None = None,
+    overrides: str | Path | dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The GPU-to-GPU link of a device (``{"name", "gbs", "source"}``: ``gbs`` the peak per
+    direction, GB/s, over all of the device's links), or None when the table does not say."""
+    table = load_table(overrides)
+    found = match_device(name, properties, table)
+    if found is None:
+        return None
+    link = table["devices"].get(found.key, {}).get("interconnect")
+    if not isinstance(link, dict) or not isinstance(link.get("gbs"), (int, float)):
+        return None
+    return {
+        "name": str(link.get("name", "")),
+        "gbs": float(link["gbs"]),
+        "source": str(link.get("source", "")),
+    }
+
+
+__all__ = [
+    "DevicePeaks",
+    "builtin_table",
+    "device_peaks",
+    "interconnect",
+    "load_table",
+    "match_device",
+]

@@ -1,0 +1,76 @@
+"""comm_bandwidth: collectives far below the device link's peak (from the peaks table) fire;
+fast ones, short ones and devices whose link the table does not know do not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from opscope.analysis.report import analyze
+from trace_checks import X
+
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage)"
+NELEMS = 25_000_000  # 100 MB of float
+
+
+def _doc(kernel_us: float, device: str = "NVIDIA A100-SXM4-80GB", calls: int = 3) -> dict[str, Any]:
+    """``calls`` all-reduces of 100 MB over 8 ranks, each kernel ``kernel_us`` long, in a
+    100 ms step."""
+    events: list[dict[str, Any]] = [X("ProfilerStep#1", 0, 100_000, "user_annotation")]
+    args = {
+        "Collective name": "allreduce",
+        "In msg nelems": NELEMS,
+        "Out msg nelems": NELEMS,
+        "dtype": "Float",
+        "Process Group Name": "0",
+        "Group size": 8,
+    }
+    for i in range(calls):
+        t = 100 + i * 30_000
+        corr = 100 + i
+        events += [
+            X("c10d::allreduce_", t, 50),
+            X("record_param_comms", t + 1, 40, args=args),
+            X("nccl:all_reduce", t + 2, 30),
+            X("cudaLaunchKernel", t + 3, 5, "cuda_runtime", args={"correlation": corr}),
+            X(NCCL, t + 10, kernel_us, "kernel", pid=0, tid=7, args={"correlation": corr}),
+        ]
+    return {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": device}],
+        "distributedInfo": {"rank": 0, "world_size": 8},
+        "traceEvents": events,
+    }
+
+
+def _findings(tmp_path: Path, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    found = analyze(path, roofline=False).to_dict()["findings"]
+    return [f for f in found if f["kind"] == "comm_bandwidth"]
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_fires_far_below_the_link_peak(tmp_path: Path) -> None:
+    # 100 MB in 10 ms: algbw 10 GB/s, busbw 10 x 2 x 7 / 8 = 17.5 GB/s, 5.8 % of 300 GB/s
+    (f,) = _findings(tmp_path, _doc(10_000))
+    d = f["details"]
+    assert d["busbw_gbps"] == pytest.approx(17.5, rel=1e-3)
+    assert d["link_gbps"] == 300 and d["link_share"] == pytest.approx(17.5 / 300, rel=1e-3)
+    # at stake: 30 ms less the time at 70 % of the peak (3 x 175 MB of bus traffic)
+    assert f["time_at_stake_us"] == pytest.approx(30_000 - 3 * 175e6 / (0.7 * 300e3), rel=1e-3)
+    assert f["confidence"] == "low"  # one rank: its durations include waits
+    assert not d["small_messages"] and "NCCL_DEBUG=INFO" in f["recommendation"]
+
+
+def test_quiet_when_fast_absent_or_the_link_is_unknown(tmp_path: Path) -> None:
+    assert _findings(tmp_path, _doc(600)) == []  # busbw 292 GB/s: 97 % of the peak
+    assert _findings(tmp_path, _doc(10_000, calls=0)) == []
+    assert _findings(tmp_path, _doc(10_000, device="NVIDIA A100 80GB PCIe")) == []  # no link figure
