@@ -38,6 +38,7 @@ def test_every_rule_module_is_registered() -> None:
         "compile",
         "dtype",
         "profile_quality",
+        "comm_exposed",
     }
 
 
