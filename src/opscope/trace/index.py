@@ -310,21 +310,32 @@ class EventIndex:
         """Op-tree nodes without op-tree children."""
         return np.asarray(self.in_tree & (self.tree_children == 0), dtype=bool)
 
+    @cached_property
+    def _levels(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The op tree's non-root nodes, deepest level first: per level the rows (grouped
+        by parent), each parent once, and where each parent's rows start."""
+        tp = self.tree_parent
+        rows = np.flatnonzero(self.in_tree & (tp >= 0))
+        if not len(rows):
+            return []
+        # by depth (deepest first), then by parent: one sort
+        order = np.lexsort((tp[rows], -self.depth[rows]))
+        rows = rows[order]
+        d = self.depth[rows]
+        out = []
+        for level in np.split(rows, np.flatnonzero(np.diff(d)) + 1):
+            par = tp[level]
+            starts = np.flatnonzero(np.concatenate(([True], par[1:] != par[:-1])))
+            out.append((level, par[starts], starts))
+        return out
+
     def subtree_sum(self, values: np.ndarray) -> np.ndarray:
         """``values`` summed over each op-tree node's subtree (deepest first, each node adds
         its total to its parent); rows outside the tree keep their own value plus what their
         tree children pass them."""
         total = np.array(values, dtype=np.int64, copy=True)
-        tp = self.tree_parent
-        rows = np.flatnonzero(self.in_tree & (tp >= 0))
-        if not len(rows):
-            return total
-        d = self.depth[rows]
-        rows = rows[np.argsort(-d, kind="stable")]
-        d = self.depth[rows]
-        cuts = np.flatnonzero(np.diff(d)) + 1
-        for level in np.split(rows, cuts):
-            np.add.at(total, tp[level], total[level])
+        for level, parents, starts in self._levels:
+            total[parents] += np.add.reduceat(total[level], starts)
         return total
 
     # -- groups ------------------------------------------------------------------------------
