@@ -10,9 +10,9 @@ from typing import Any
 
 import orjson
 import pytest
-from distjobs import write_nccl_job
 from test_explorer_api import get
 
+from distjobs import write_nccl_job
 from opscope.explorer.data import Session, Side
 from opscope.explorer.server import ExplorerServer
 from opscope.service import ServiceError, Workspace
