@@ -1042,6 +1042,8 @@ async function main() {
   const ex = embedded("opscope-explorer");
   src = report ? new StaticSource(report, ex) : new ServerSource();
   timeline = new Timeline($("#tl-canvas"));
+  // for scripts driving the page (the browser tests): select an event by id
+  window.__opscope.select = (id) => select(id, { reveal: true });
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showView(b.dataset.view));
   $("#ops-filter").addEventListener("input", () => renderOps());
   $("#compare-filter").addEventListener("input", () => renderCompare());
