@@ -277,6 +277,8 @@ async function showFinding(f) {
 }
 
 // ---- Selection, details, chain ------------------------------------------------------------------
+// host ops and backend ranges of collectives (as analysis/collectives.py names them)
+const COLLECTIVE_NAME = /^(c10d::|_c10d_functional::|c10d_functional::|record_param_comms$|nccl:|gloo:|ucc:|mpi:|xccl:|hccl:)/;
 async function select(id, opts = {}) {
   state.selected = id;
   timeline.selected = id;
@@ -292,8 +294,9 @@ async function select(id, opts = {}) {
   if (ev && !opts.keepView && opts.reveal) timeline.reveal(ev);
   else if (ev) timeline.revealRow(ev);
   timeline.draw();
-  // the collective across the ranks (asked apart: it waits for the analysis)
-  if (!ev) return;
+  // the collective across the ranks (asked apart: it waits for the analysis), only for events
+  // that can be part of one (any other answers 404, which the browser logs as an error)
+  if (!ev || !(ev.kind === "comm" || COLLECTIVE_NAME.test(ev.name || ""))) return;
   const coll = await src.collective(id);
   if (state.selected !== id || !coll) return;
   state.collective = coll;
