@@ -173,3 +173,82 @@ def run_gloo_job(
     if missing:
         raise DistJobError(f"the gloo job wrote no {', '.join(missing)}")
     return paths
+
+
+def nccl_rank_doc(
+    rank: int,
+    world: int,
+    *,
+    n: int = 3,
+    late_rank: int | None = None,
+    late_us: float = 0.0,
+    pg: str = "0",
+) -> dict[str, Any]:
+    """A synthetic Kineto document of one rank of an NCCL job (no torch needed): ``n``
+    all_reduces, each a ``c10d::allreduce_`` > ``record_param_comms`` (``Collective name``,
+    ``In msg nelems``, ``dtype``, ``Process Group Name`` ``pg``, ``Group size``, ``Seq``) >
+    ``nccl:all_reduce`` > ``cudaLaunchKernel`` -> an NCCL kernel, after a compute op and its
+    kernel.  Collective ``i``'s kernel starts at ``1000 + 1000 i`` us (``late_us`` later on
+    ``late_rank``: the other ranks wait that long) and ends at ``1300 + 1000 i`` us on every
+    rank.  Event ids are those of the file's order (the host ops first)."""
+    ev: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
+         "ts": 0.0, "dur": 1000.0 * (n + 1)},
+    ]  # fmt: skip
+    corr = 100
+
+    def x(name: str, ts: float, dur: float, cat: str = "cpu_op", **kw: Any) -> None:
+        ev.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts,
+                   "dur": dur, **kw})  # fmt: skip
+
+    for i in range(n):
+        base = 1000.0 * i + 100.0
+        corr += 1
+        x("aten::mm", base, 30.0, args={"External id": corr})
+        x("cudaLaunchKernel", base + 5, 5.0, "cuda_runtime", args={"correlation": corr})
+        x("gemm_kernel", base + 20, 400.0, "kernel", pid=0, tid=7, args={"correlation": corr})
+        corr += 1
+        host = base + 500.0
+        x("c10d::allreduce_", host, 60.0, args={"External id": corr})
+        params = {
+            "Collective name": "allreduce",
+            "In msg nelems": 1024,
+            "Out msg nelems": 1024,
+            "dtype": "Float",
+            "Process Group Name": pg,
+            "Group size": world,
+            "Seq": i,
+        }
+        x("record_param_comms", host + 2, 50.0, args=params)
+        x("nccl:all_reduce", host + 4, 40.0, "user_annotation")
+        x("cudaLaunchKernel", host + 10, 5.0, "cuda_runtime", args={"correlation": corr})
+        start = 1000.0 * (i + 1) + (late_us if rank == late_rank else 0.0)
+        end = 1000.0 * (i + 1) + 300.0
+        x(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage)",
+            start,
+            end - start,
+            "kernel",
+            pid=0,
+            tid=7,
+            args={"correlation": corr},
+        )
+    return {
+        "schemaVersion": 1,
+        "traceEvents": ev,
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
+    }
+
+
+def write_nccl_job(folder: str | Path, world: int = 2, **kw: Any) -> list[Path]:
+    """:func:`nccl_rank_doc` of each rank as ``trace_rank_<r>.json`` in ``folder``."""
+    import json
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for r in range(world):
+        path = folder / f"trace_rank_{r}.json"
+        path.write_text(json.dumps(nccl_rank_doc(r, world, **kw)))
+        paths.append(path)
+    return paths

@@ -145,6 +145,30 @@ def test_the_job_report_names_the_straggler_and_the_waits(slow_job: list[Path]) 
             assert f["time_at_stake_us"] <= f["details"]["exposed_comm_us"] - waits[f["rank"]] + 1
 
 
+def test_the_workspace_answers_the_collective_of_a_gloo_range(slow_job: list[Path]) -> None:
+    from opscope.service import Workspace
+
+    ws = Workspace()
+    opened = ws.open(slow_job[0].parent)
+    delay_us = DELAY_S * 1e6
+    # the first all_reduce of the first step, asked from rank 0's gloo work range
+    rec = opened.report.ranks[0].collectives[0]
+    assert rec["work_event_ids"], rec
+    got = ws.collective(rec["work_event_ids"][0])
+    assert got["matched"] is True and got["name"] == "all_reduce"
+    assert [r["rank"] for r in got["ranks"]] == list(range(WORLD))
+    assert got["last_rank"] == SLOW
+    waits = {r["rank"]: r["wait_us"] for r in got["ranks"]}
+    assert waits[SLOW] == 0.0
+    assert all(0.5 * delay_us <= waits[r] <= 3 * delay_us for r in range(WORLD) if r != SLOW)
+    for part in got["ranks"]:
+        assert part["drawn"] and all(d["id"] in part["work_event_ids"] for d in part["drawn"])
+    # the host call on the slow rank gives the same instance
+    slow_rec = opened.report.ranks[SLOW].collectives[0]
+    again = ws.collective(slow_rec["event_id"])
+    assert (again["seq"], again["ranks"]) == (got["seq"], got["ranks"])
+
+
 def test_no_straggler_without_a_slow_rank(tmp_path: Path) -> None:
     paths = run_gloo_job(tmp_path, 2, active=ACTIVE)
     by_rank = {r: collective_records(load(p)) for r, p in enumerate(paths)}

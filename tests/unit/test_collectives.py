@@ -334,8 +334,18 @@ def _nccl_rank() -> Doc:
     return d
 
 
+def _ids_by_name(trace: Any) -> dict[str, list[int]]:
+    ev = trace.events
+    names = ev.column("name").to_pylist()
+    out: dict[str, list[int]] = {}
+    for name, i in zip(names, ev.column("id").to_pylist(), strict=True):
+        out.setdefault(str(name), []).append(int(i))
+    return out
+
+
 def test_records_of_an_nccl_rank() -> None:
-    records = collective_records(_nccl_rank().trace())
+    trace = _nccl_rank().trace()
+    records = collective_records(trace)
     assert [tuple(r) for r in records] == [RECORD_KEYS] * 2
     ar, bc = records
     assert ar["name"] == "all_reduce"
@@ -350,6 +360,12 @@ def test_records_of_an_nccl_rank() -> None:
     assert (bc["bytes"], bc["dtype"]) == (16 * 8 * 2, "Half")
     assert bc["dur_us"] == pytest.approx(30.0)
     assert bc["arrival_ns"] - ar["arrival_ns"] == 370_000
+    # the events: the c10d op (the anchor) and the comm kernel it issued
+    ids = _ids_by_name(trace)
+    assert ar["event_id"] == ids["c10d::allreduce_"][0]
+    assert ar["work_event_ids"] == ids["ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*)"]
+    assert bc["event_id"] == ids["c10d::broadcast_"][0]
+    assert bc["work_event_ids"] == ids["ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*)"]
 
 
 def _gloo_rank(offset_us: float) -> dict[str, Any]:
@@ -408,7 +424,8 @@ def _gloo_rank(offset_us: float) -> dict[str, Any]:
 
 
 def test_records_of_a_gloo_rank_link_the_work_thread() -> None:
-    records = collective_records(load_document(_gloo_rank(0.0)))
+    trace = load_document(_gloo_rank(0.0))
+    records = collective_records(trace)
     assert [(r["name"], r["raw_name"], r["index"]) for r in records] == [
         ("all_reduce", "gloo:all_reduce", 0),  # the stray range: a record of its own
         ("all_reduce", "c10d::allreduce_", 1),
@@ -423,6 +440,14 @@ def test_records_of_a_gloo_rank_link_the_work_thread() -> None:
     assert (small["arrival_ns"] - stray["arrival_ns"], small["dur_us"]) == (44_000, 8.0)
     assert small["bytes"] == 96 * 4
     assert (send["bytes"], send["dtype"], send["dur_us"]) == (32, "Long", 9.0)
+    # the events: a stray range is its own anchor and work; a call names its linked range;
+    # the send its nested one
+    ids = _ids_by_name(trace)
+    ranges, calls = ids["gloo:all_reduce"], ids["c10d::allreduce_"]
+    assert (stray["event_id"], stray["work_event_ids"]) == (ranges[0], [ranges[0]])
+    assert (big["event_id"], big["work_event_ids"]) == (calls[0], [ranges[1]])
+    assert (small["event_id"], small["work_event_ids"]) == (calls[1], [ranges[2]])
+    assert (send["event_id"], send["work_event_ids"]) == (ids["c10d::send"][0], ids["gloo:send"])
 
 
 def test_records_of_a_trace_without_collectives() -> None:

@@ -433,10 +433,41 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def instance_members(
+    records_by_rank: Mapping[int, Sequence[Mapping[str, Any]]],
+    instances: Sequence[Mapping[str, Any]],
+) -> list[dict[int, int]]:
+    """For each instance of :func:`match_collectives` over ``records_by_rank``: ``{rank:
+    position of its record in that rank's list}``, by the rules of the matching (per process
+    group, the key is ``seq`` when every record of the group has one, else ``index``;
+    point-to-point records are not matched; a rank's first record of a key is the one kept)."""
+    has_seq: dict[str, bool] = {}
+    for recs in records_by_rank.values():
+        for rec in recs:
+            if rec["name"] not in P2P_TYPES:
+                pg = str(rec["pg"])
+                has_seq[pg] = has_seq.get(pg, True) and rec.get("seq") is not None
+    at: dict[tuple[str, int, int], int] = {}
+    for rank, recs in records_by_rank.items():
+        for pos, rec in enumerate(recs):
+            pg = str(rec["pg"])
+            if rec["name"] in P2P_TYPES:
+                continue
+            key = rec["seq"] if has_seq[pg] else rec["index"]
+            at.setdefault((pg, int(key), int(rank)), pos)
+    out: list[dict[int, int]] = []
+    for inst in instances:
+        pg, key = str(inst["pg"]), int(inst["seq"])
+        members = {int(r): at[(pg, key, int(r))] for r in inst["ranks"] if (pg, key, int(r)) in at}
+        out.append(members)
+    return out
+
+
 __all__ = [
     "INSTANCE_KEYS",
     "CollectiveColumns",
     "collective_columns",
+    "instance_members",
     "match_collectives",
     "stragglers",
 ]

@@ -36,6 +36,12 @@ form one chain; its topmost event is the collective's *anchor*.  ``record_param_
 A comm kernel that no host op issued (its launch is outside the window) makes a record of its
 own when its ``args`` name the collective (``Collective name``, recent Kineto).
 
+**Events.**  A record names its events by id (``trace.events`` column ``id``): ``event_id``
+is the anchor's (the kernel's or the range's for a record without a host call) and
+``work_event_ids`` those of the work its times come from (comm kernels, the linked or nested
+gloo range; empty when the times are the host call's own), so that a front-end can find the
+record of a selected event and draw the work.
+
 **Sizes.**  ``bytes`` is ``max(In msg nelems, Out msg nelems)`` times the dtype's size when
 ``record_param_comms`` says so; otherwise the recorded shapes (``record_shapes=True``) of the
 chain's events: the largest argument (a tensor list counts as its total) over the chain, times
@@ -307,7 +313,10 @@ def collective_records(trace: Trace, steps: tuple[int, int] | None = None) -> li
 
     Keys: ``rank``, ``name`` (collective type), ``raw_name`` (the anchor event's name),
     ``pg``, ``pg_size``, ``seq``, ``index``, ``bytes``, ``dtype``, ``arrival_ns``,
-    ``end_ns``, ``dur_us`` (``end_ns - arrival_ns``).
+    ``end_ns``, ``dur_us`` (``end_ns - arrival_ns``), ``event_id`` (the id of the call's
+    anchor event, or of the work event when no host call is in the trace) and
+    ``work_event_ids`` (the ids of the comm kernels or backend work ranges whose times the
+    record has, in start order; empty when the times are the host call's own).
     """
     idx = trace.index
     if idx.n == 0:
@@ -376,7 +385,7 @@ def collective_records(trace: Trace, steps: tuple[int, int] | None = None) -> li
     ranks = idx.rank
     window = idx.in_steps(steps)
 
-    found: list[tuple[int, dict[str, Any]]] = []  # (anchor row, record)
+    found: list[tuple[int, dict[str, Any]]] = []  # (anchor row, record with its "_work" rows)
     for c in hosts:
         rec = _host_record(ctx, c, kernels.get(c.anchor, []))
         if rec is not None and window[c.anchor]:
@@ -396,8 +405,12 @@ def collective_records(trace: Trace, steps: tuple[int, int] | None = None) -> li
     found.sort(key=lambda f: (int(ranks[f[0]]), int(start[f[0]]), f[0]))
     counters: dict[tuple[int, str, bool], int] = {}
     out: list[dict[str, Any]] = []
+    ids = idx.ids
     for row, rec in found:
         rec["rank"] = int(ranks[row])
+        rec["event_id"] = int(ids[row])
+        work = sorted(rec.pop("_work"), key=lambda r: (int(start[r]), r))
+        rec["work_event_ids"] = [int(ids[r]) for r in work]
         key = (rec["rank"], rec["pg"], rec["name"] in P2P_TYPES)
         rec["index"] = counters.get(key, 0)
         counters[key] = rec["index"] + 1
@@ -419,6 +432,8 @@ RECORD_KEYS = (
     "arrival_ns",
     "end_ns",
     "dur_us",
+    "event_id",
+    "work_event_ids",
 )
 
 
@@ -466,7 +481,8 @@ def _bytes_of(nelems: int | None, dtype: str | None) -> int | None:
     return int(nelems) * DTYPE_BYTES[dtype]
 
 
-def _timed(rec: dict[str, Any], arrival: int, end: int) -> dict[str, Any]:
+def _timed(rec: dict[str, Any], arrival: int, end: int, work: list[int]) -> dict[str, Any]:
+    rec["_work"] = work  # rows, made ids by collective_records
     rec["arrival_ns"] = int(arrival)
     rec["end_ns"] = int(end)
     rec["dur_us"] = round((int(end) - int(arrival)) / 1000.0, 3)
@@ -526,13 +542,13 @@ def _host_record(ctx: _Ctx, c: _Chain, kernels: list[int]) -> dict[str, Any] | N
     }
     if kernels:
         k = np.asarray(kernels, dtype=np.int64)
-        return _timed(rec, int(idx.start[k].min()), int(idx.end[k].max()))
+        return _timed(rec, int(idx.start[k].min()), int(idx.end[k].max()), list(kernels))
     if c.work >= 0:
-        return _timed(rec, int(idx.start[c.work]), int(idx.end[c.work]))
+        return _timed(rec, int(idx.start[c.work]), int(idx.end[c.work]), [c.work])
     inline = [r for r in ranges if names[r].startswith(_INLINE_RANGES)]
     if inline:  # a backend that works on the calling thread, inside the call (gloo send)
-        return _timed(rec, int(idx.start[inline[0]]), int(idx.end[inline[0]]))
-    return _timed(rec, int(idx.start[c.anchor]), int(idx.end[c.anchor]))
+        return _timed(rec, int(idx.start[inline[0]]), int(idx.end[inline[0]]), [inline[0]])
+    return _timed(rec, int(idx.start[c.anchor]), int(idx.end[c.anchor]), [])
 
 
 def _range_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
@@ -552,7 +568,7 @@ def _range_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
         "bytes": _bytes_of(nelems, dtype),
         "dtype": dtype,
     }
-    return _timed(rec, int(idx.start[row]), int(idx.end[row]))
+    return _timed(rec, int(idx.start[row]), int(idx.end[row]), [row])
 
 
 def _kernel_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
@@ -577,7 +593,7 @@ def _kernel_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
         "bytes": _bytes_of(max(counts) if counts else None, dtype),
         "dtype": dtype,
     }
-    return _timed(rec, int(idx.start[row]), int(idx.end[row]))
+    return _timed(rec, int(idx.start[row]), int(idx.end[row]), [row])
 
 
 __all__ = [

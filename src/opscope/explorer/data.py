@@ -135,6 +135,9 @@ class Session:
     def chain(self, event_id: int, side: str = "a") -> dict[str, Any]:
         return self.workspace.chain(event_id, self._handle(side))
 
+    def collective(self, event_id: int, side: str = "a") -> dict[str, Any]:
+        return self.workspace.collective(event_id, self._handle(side))
+
     def occurrences(self, name: str, side: str = "a") -> dict[str, Any]:
         return self.workspace.occurrences(name, self._handle(side))
 

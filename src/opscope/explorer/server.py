@@ -11,6 +11,7 @@ over :class:`opscope.explorer.data.Session`:
 ``GET /api/events?lanes=&t0=&t1=&px=``       one viewport, level of detail applied
 ``GET /api/event?id=``                       one event in full (args decoded)
 ``GET /api/chain?id=``                       its dependency chain
+``GET /api/collective?event=``               its collective across the ranks (waits)
 ``GET /api/occurrences?name=``               the occurrences of a framework op
 ``GET /api/diff``                            ``opscope.diff/1`` when two traces were given
 ``GET /api/sections[?side=b]``               the Summary's sections (renderer-escaped HTML)
@@ -36,6 +37,7 @@ import orjson
 from opscope.explorer.data import Session
 from opscope.explorer.page import asset, server_page
 from opscope.render import html
+from opscope.service import ServiceError
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -91,6 +93,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     ),
     "/api/event": lambda s, q: s.event(_int(q, "id"), _side(q)),
     "/api/chain": lambda s, q: s.chain(_int(q, "id"), _side(q)),
+    "/api/collective": lambda s, q: s.collective(_int(q, "event"), _side(q)),
     "/api/occurrences": lambda s, q: s.occurrences(q.get("name", [""])[0], _side(q)),
     "/api/diff": lambda s, q: s.diff(),
     # the Summary's sections (study, roofline, Neuron engines): the renderer's escaped HTML,
@@ -156,6 +159,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         except KeyError:
             self._error(HTTPStatus.NOT_FOUND, "no such item")
+            return
+        except ServiceError as exc:  # a question with no answer here (no collective...)
+            self._error(HTTPStatus.NOT_FOUND, str(exc))
             return
         if result is None:
             self._error(HTTPStatus.NOT_FOUND, "no such item")

@@ -11,6 +11,7 @@ from opscope.errors import OpscopeError
 
 if TYPE_CHECKING:
     from opscope.analysis.report import Report
+    from opscope.service.collectives import CollectiveLookup
     from opscope.trace import Trace
     from opscope.trace.viewport import Viewport
 
@@ -36,6 +37,7 @@ class OpenTrace:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _error: BaseException | None = field(default=None, repr=False)
+    _collectives: CollectiveLookup | None = field(default=None, repr=False)
 
     @property
     def report(self) -> Report:
@@ -85,6 +87,17 @@ class OpenTrace:
 
                 self._index = Viewport(self.trace)
             return self._index
+
+    @property
+    def collectives(self) -> CollectiveLookup:
+        """Event ids -> collective records and instances (built once, from the report)."""
+        report = self.report
+        with self._lock:
+            if self._collectives is None:
+                from opscope.service.collectives import CollectiveLookup
+
+                self._collectives = CollectiveLookup.of_report(report, self.trace.meta.ranks)
+            return self._collectives
 
     def describe(self) -> dict[str, Any]:
         meta = self.trace.meta
@@ -247,6 +260,40 @@ class Workspace:
         from opscope.analysis.chain import dependency_chain
 
         return dependency_chain(self.get(handle).index, event_id)
+
+    def collective(self, event_id: int, handle: str | None = None) -> dict[str, Any]:
+        """The collective an event belongs to, across the ranks of the job.
+
+        ``event_id``: the anchor of a collective call (its ``c10d::*`` op), an event nested in
+        it (``record_param_comms``, ``nccl:*``), its work (a comm kernel, a gloo range) or the
+        runtime launch of that work, on any rank.  The answer: ``name``, ``pg``, ``seq`` (the
+        key the ranks were matched by: the seq, or the index), ``bytes``, ``last_rank``,
+        ``start_skew_us``, ``end_skew_us``, ``dur_us``, ``matched``, ``rank`` (the selected
+        event's) and ``ranks``, one entry per rank of the instance in rank order: ``rank``,
+        ``arrival_ns``, ``end_ns`` (as recorded, that rank's clock), ``t0``/``t1`` (the same
+        relative to the timeline's origin), ``wait_us`` (as the report's matching has it:
+        clock-corrected where the report's ``distributed.clock`` is applied), ``event_id``,
+        ``work_event_ids`` and ``drawn`` (lane, row, ``t`` and ``dur_ns`` of the work events,
+        for a timeline).
+
+        A trace of one rank, or a record no instance holds (point-to-point calls, records
+        after a mismatch stopped the matching), answers that record alone: ``matched`` false,
+        ``ranks`` of one entry with ``wait_us`` 0.  ``KeyError`` when the id is not in the
+        trace; :class:`ServiceError` when the event is part of no collective.  The lookup is
+        built once per open trace (it needs the report)."""
+        opened = self.get(handle)
+        index = opened.index
+        row = index.row_of(event_id)
+        if row < 0:
+            raise KeyError(event_id)
+        lookup = opened.collectives
+        hit = lookup.find(index, row)
+        if hit is None:
+            raise ServiceError(
+                f"event {event_id} is part of no collective (select a c10d op, its comm "
+                "kernel or its gloo range)"
+            )
+        return lookup.answer(index, *hit)
 
     def occurrences(self, name: str, handle: str | None = None) -> dict[str, Any]:
         """Every event of one name, in time order."""

@@ -64,6 +64,7 @@ class ServerSource {
   }
   event(id) { return this.get("event", { id }); }
   chain(id) { return this.get("chain", { id }); }
+  collective(id) { return this.get("collective", { event: id }); }
   occurrences(name) { return this.get("occurrences", { name }); }
   diff() { return this.get("diff"); }
 }
@@ -83,6 +84,7 @@ class StaticSource {
     return timeline.recordFromWindow(id);
   }
   async chain(id) { return (this.ex.chains || {})[id] || null; }
+  async collective() { return null; }
   async occurrences(name) { return (this.ex.occurrences || {})[name] || null; }
   async diff() { return this.ex.diff || null; }
 }
@@ -94,7 +96,7 @@ function embedded(id) {
 }
 
 // ---- app state -------------------------------------------------------------------------------
-const state = { report: null, lanes: null, view: "summary", selected: null, chain: null, diff: null };
+const state = { report: null, lanes: null, view: "summary", selected: null, chain: null, diff: null, collective: null };
 let src = null;
 let timeline = null;
 
@@ -275,19 +277,58 @@ async function showFinding(f) {
 }
 
 // ---- Selection, details, chain ------------------------------------------------------------------
+// host ops and backend ranges of collectives (as analysis/collectives.py names them)
+const COLLECTIVE_NAME = /^(c10d::|_c10d_functional::|c10d_functional::|record_param_comms$|nccl:|gloo:|ucc:|mpi:|xccl:|hccl:)/;
 async function select(id, opts = {}) {
   state.selected = id;
   timeline.selected = id;
   const [ev, chain] = await Promise.all([src.event(id), src.chain(id)]);
   if (state.selected !== id) return;
   state.chain = chain;
+  state.collective = null;
   renderDetails(ev);
   renderChain(chain, ev, $("#chain"), true);
   renderChain(chain, ev, $("#mini-chain"), false);
   timeline.setChain(chain);
+  timeline.setCollective(null);
   if (ev && !opts.keepView && opts.reveal) timeline.reveal(ev);
   else if (ev) timeline.revealRow(ev);
   timeline.draw();
+  // the collective across the ranks (asked apart: it waits for the analysis), only for events
+  // that can be part of one (any other answers 404, which the browser logs as an error)
+  if (!ev || !(ev.kind === "comm" || COLLECTIVE_NAME.test(ev.name || ""))) return;
+  const coll = await src.collective(id);
+  if (state.selected !== id || !coll) return;
+  state.collective = coll;
+  renderCollective(coll);
+  timeline.setCollective(coll);
+  timeline.draw();
+}
+
+function renderCollective(c) {
+  const box = $("#details");
+  const old = box.querySelector("[data-testid=collective]");
+  if (old) old.remove();
+  const head = `Collective ${c.name} · pg ${c.pg} · seq ${c.seq}`;
+  const sum = c.matched
+    ? `${c.ranks.length} ranks · last rank ${c.last_rank} · start skew ${fmtUs(c.start_skew_us)} · transfer ${fmtUs(c.dur_us)}`
+    : "not matched across ranks (one rank, or a point-to-point call): this rank's record alone";
+  const t = el("table", { class: "grid waits", dataset: { testid: "coll-waits" } },
+    el("thead", {}, el("tr", {}, el("th", { text: "rank" }), el("th", { text: "arrival" }), el("th", { text: "wait" }))));
+  const tb = el("tbody");
+  for (const r of c.ranks) {
+    const last = c.matched && r.rank === c.last_rank;
+    tb.append(el("tr", { class: (r.rank === c.rank ? "mine " : "") + (last ? "last" : ""), dataset: { rank: r.rank } },
+      el("td", { text: String(r.rank) + (last ? " (last)" : "") }),
+      el("td", { text: fmtNs(r.t0) }),
+      el("td", { text: fmtUs(r.wait_us) })));
+  }
+  t.append(tb);
+  const sec = el("div", { class: "collective", dataset: { testid: "collective" } },
+    el("h3", { text: head }), el("div", { class: "meta", text: sum }),
+    c.bytes !== null && c.bytes !== undefined ? el("div", { class: "meta", text: `${c.bytes} bytes` }) : null, t);
+  const button = box.querySelector("button");
+  box.insertBefore(sec, button);
 }
 
 function renderDetails(ev) {
@@ -403,6 +444,8 @@ function renderCompare() {
 
 // ---- Timeline ----------------------------------------------------------------------------------
 const LABEL_W = 230, AXIS_H = 26, ROW_H = 15, LANE_PAD = 4, HEADER_H = 20;
+// up to this many ranks every rank starts open; with more, the busiest RANKS_OPEN and the stragglers
+const RANKS_ALL_OPEN = 8, RANKS_OPEN = 4;
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#e15759", "#86bcb6", "#8cd17d", "#a0cbe8", "#ffbe7d", "#d4a6c8", "#79706e"];
 const KIND_COLOR = { memcpy: "#bf8700", memset: "#d4a72c", comm: "#8250df", sync: "#cf222e", step: "#8c959f", annotation: "#c7d2dc" };
 
@@ -432,6 +475,10 @@ class Timeline {
     this.highlights = new Set();
     this.selected = null;
     this.chain = null;
+    this.collective = null;
+    this.collapsed = new Set();
+    this.rankTouched = false;
+    this.rankOrder = [];
     this.measure = null;
     this.keys = new Set();
     this.frames = [];
@@ -448,11 +495,61 @@ class Timeline {
 
   setLanes(info) {
     this.lanesInfo = info;
+    const ranks = [...new Set(info.lanes.map((l) => l.rank))].sort((a, b) => a - b);
+    this.rankOrder = ranks;
+    this.collapsed = new Set();
+    if (ranks.length > RANKS_ALL_OPEN) {
+      // until the report says which ranks are busy: the ranks with the most device events
+      const busy = new Map(ranks.map((r) => [r, 0]));
+      for (const ln of info.lanes) if (ln.group === "hardware") busy.set(ln.rank, busy.get(ln.rank) + ln.events);
+      this.openOnly(ranks.slice().sort((a, b) => busy.get(b) - busy.get(a) || a - b).slice(0, RANKS_OPEN));
+    }
+    this.layout();
+    this.t0 = 0; this.t1 = Math.max(1, info.span_ns);
+  }
+
+  // with many ranks, open only the busiest ranks (device and communication time, from the
+  // report) and the stragglers; left alone once the user has opened or closed a rank
+  ranksFromReport(r) {
+    if (this.rankTouched || this.rankOrder.length <= RANKS_ALL_OPEN) return;
+    const d = (r && r.distributed) || {};
+    const busy = new Map((d.per_rank || []).map((p) => [p.rank, (p.compute_us || 0) + (p.comm_us || 0)]));
+    if (!busy.size) return;
+    const top = this.rankOrder.slice().sort((a, b) => (busy.get(b) || 0) - (busy.get(a) || 0) || a - b).slice(0, RANKS_OPEN);
+    this.openOnly(top.concat((d.stragglers || []).map((s) => s.rank)));
+    this.layout();
+    this.request();
+    this.draw();
+  }
+  openOnly(open) {
+    const keep = new Set(open);
+    this.collapsed = new Set(this.rankOrder.filter((r) => !keep.has(r)));
+  }
+  toggleRank(rank) {
+    this.rankTouched = true;
+    if (this.collapsed.has(rank)) this.collapsed.delete(rank); else this.collapsed.add(rank);
+    this.layout();
+    this.clampScroll();
+    this.request();
+    this.draw();
+  }
+
+  layout() {
+    const info = this.lanesInfo;
     this.items = [];
-    let y = 0, lastHeader = null;
-    const multi = (info.ranks || []).length > 1;
+    let y = 0, lastHeader = null, lastRank = null;
+    const multi = this.rankOrder.length > 1;
+    const count = new Map();
+    for (const ln of info.lanes) count.set(ln.rank, (count.get(ln.rank) || 0) + 1);
     for (const ln of info.lanes) {
-      const header = (multi ? `rank ${ln.rank} · ` : "") + ln.group;
+      if (multi && ln.rank !== lastRank) {
+        const closed = this.collapsed.has(ln.rank);
+        this.items.push({ type: "rank", rank: ln.rank, closed, y, h: HEADER_H,
+          text: `${closed ? "▸" : "▾"} rank ${ln.rank} · ${count.get(ln.rank)} lanes` });
+        y += HEADER_H; lastRank = ln.rank; lastHeader = null;
+      }
+      if (multi && this.collapsed.has(ln.rank)) continue;
+      const header = ln.group;
       if (header !== lastHeader) {
         this.items.push({ type: "header", text: header, y, h: HEADER_H });
         y += HEADER_H; lastHeader = header;
@@ -463,7 +560,14 @@ class Timeline {
     }
     this.totalH = y;
     this.laneItem = new Map(this.items.filter((i) => i.type === "lane").map((i) => [i.lane.id, i]));
-    this.t0 = 0; this.t1 = Math.max(1, info.span_ns);
+  }
+  // the lanes a viewport asks for: those of the open ranks
+  shownLanes() { return this.lanesInfo.lanes.filter((l) => !this.collapsed.has(l.rank)).map((l) => l.id); }
+  rankAt(py) {
+    if (py < AXIS_H) return null;
+    const cy = py - AXIS_H + this.scrollY;
+    const it = this.items.find((i) => i.type === "rank" && cy >= i.y && cy < i.y + i.h);
+    return it ? it.rank : null;
   }
 
   status(text) { $("#tl-status").textContent = text || ""; }
@@ -516,6 +620,7 @@ class Timeline {
     this.revealRow(ev);
   }
   revealRow(ev) {
+    if (this.collapsed.has(ev.rank)) this.toggleRank(ev.rank);
     // bring the event's row into view, a quarter down, so the lanes below it (runtime, device) show
     const y = this.laneY(ev.lane_id, ev.row ?? 0);
     if (y === null) return;
@@ -527,6 +632,7 @@ class Timeline {
   clampScroll() { this.scrollY = Math.max(0, Math.min(this.scrollY, Math.max(0, this.totalH - (this.H - AXIS_H) + 10))); }
   setHighlights(ids) { this.highlights = new Set(ids); this.draw(); }
   setChain(chain) { this.chain = chain; }
+  setCollective(c) { this.collective = c; }
   measureRange(a, b) { this.measure = { a, b }; this.showMeasure(); }
   showMeasure() {
     const m = this.measure;
@@ -538,6 +644,7 @@ class Timeline {
     const w = this.win;
     if (!w) return false;
     if (src.mode === "static") return true;
+    if (w.laneSet && this.shownLanes().some((id) => !w.laneSet.has(id))) return false;
     const nsPerPx = (this.t1 - this.t0) / this.plotW;
     const span = this.lanesInfo.span_ns;
     const left = Math.max(this.t0, 0), right = Math.min(this.t1, span);
@@ -554,6 +661,8 @@ class Timeline {
     const a = Math.max(0, this.t0 - w), b = Math.min(span, this.t1 + w);
     if (b <= a) return;
     const px = Math.max(1, Math.round((b - a) / w * this.plotW));
+    const lanes = this.shownLanes();
+    if (!lanes.length) return;
     if (this.abort) this.abort.abort();
     const ctl = src.mode === "server" ? new AbortController() : null;
     this.abort = ctl;
@@ -561,12 +670,13 @@ class Timeline {
     window.__opscope.fetches++;
     let win = null;
     try {
-      win = await src.window(this.lanesInfo.lanes.map((l) => l.id), a, b, px, ctl ? ctl.signal : undefined);
+      win = await src.window(lanes, a, b, px, ctl ? ctl.signal : undefined);
     } catch (e) {
       if (e.name !== "AbortError") console.warn("window fetch failed", e);
       return;
     }
     if (!win || seq !== this.fetchSeq) return;
+    win.laneSet = new Set(lanes);
     this.setWindow(win);
   }
   setWindow(win) {
@@ -604,6 +714,13 @@ class Timeline {
     for (const it of this.items) {
       const y = it.y - this.scrollY + AXIS_H;
       if (y + it.h < AXIS_H || y > H) continue;
+      if (it.type === "rank") {
+        ctx.fillStyle = "#d0d7de"; ctx.fillRect(0, y, W, it.h);
+        ctx.fillStyle = "#1b1f24"; ctx.font = "700 11px system-ui, sans-serif";
+        ctx.fillText(it.text, 6, y + it.h / 2);
+        ctx.font = "11px system-ui, sans-serif";
+        continue;
+      }
       if (it.type === "header") {
         ctx.fillStyle = "#eaeef2"; ctx.fillRect(0, y, W, it.h);
         ctx.fillStyle = "#24292f"; ctx.font = "600 11px system-ui, sans-serif";
@@ -631,10 +748,14 @@ class Timeline {
     }
     if ($("#tl-flows").checked && this.win && this.win.flows && this.win.flows.to_id) this.drawFlows(ctx, this.win.flows, "rgba(9,105,218,0.35)", 800);
     this.drawChain(ctx);
+    this.drawCollective(ctx);
     this.drawMeasure(ctx);
     this.drawAxis(ctx, nsPerPx);
     const dt = performance.now() - t0;
-    Object.assign(window.__opscope, { view: [this.t0, this.t1], lanesDrawn, lanes: this.lanesInfo.lanes.length,
+    const rankHeaders = this.items.filter((i) => i.type === "rank")
+      .map((i) => ({ rank: i.rank, closed: i.closed, y: i.y - this.scrollY + AXIS_H + i.h / 2 }));
+    Object.assign(window.__opscope, { rankHeaders, collapsed: [...this.collapsed].sort((a, b) => a - b),
+      collectiveDrawn: this.collectiveDrawn || 0, view: [this.t0, this.t1], lanesDrawn, lanes: this.lanesInfo.lanes.length,
       groups: [...new Set(this.lanesInfo.lanes.map((l) => l.group))], scrollY: this.scrollY });
     this.frames.push(dt);
     if (this.frames.length > 2000) this.frames.splice(0, 1000);
@@ -724,6 +845,45 @@ class Timeline {
           if (py !== null) this.arrow(ctx, this.x(p.t + (p.group === "framework" ? 0 : p.dur_ns / 2)), py + (py < y ? ROW_H / 2 : -ROW_H / 2), this.x(h.t), y - ROW_H / 2);
         }
       }
+    }
+    ctx.restore();
+  }
+
+  // the selected collective across the ranks: each rank's work outlined, a line joining the
+  // ranks' arrivals (a rank whose lanes are closed is joined at its header)
+  drawCollective(ctx) {
+    const c = this.collective;
+    this.collectiveDrawn = 0;
+    if (!c || !c.ranks || c.ranks.length < 1) return;
+    ctx.save();
+    ctx.beginPath(); ctx.rect(LABEL_W, AXIS_H, this.plotW, this.H - AXIS_H); ctx.clip();
+    ctx.strokeStyle = "#1a7f37"; ctx.lineWidth = 2;
+    const pts = [];
+    for (const r of c.ranks) {
+      let py = null;
+      for (const d of r.drawn || []) {
+        const y = this.laneY(d.lane_id, d.row);
+        if (y === null) continue;
+        const x = this.x(d.t), w = Math.max(2, d.dur_ns / (this.t1 - this.t0) * this.plotW);
+        ctx.strokeRect(x - 2, y - ROW_H / 2 - 1, w + 4, ROW_H + 2);
+        this.collectiveDrawn++;
+        if (py === null) py = y;
+      }
+      if (py === null) {
+        const head = this.items.find((i) => i.type === "rank" && i.rank === r.rank);
+        if (head) py = head.y - this.scrollY + AXIS_H + head.h / 2;
+      }
+      if (py !== null) pts.push([this.x(r.t0), py, c.matched && r.rank === c.last_rank]);
+    }
+    if (pts.length > 1) {
+      ctx.setLineDash([5, 3]); ctx.lineWidth = 1.5;
+      ctx.beginPath(); ctx.moveTo(pts[0][0], pts[0][1]);
+      for (const [x, y] of pts.slice(1)) ctx.lineTo(x, y);
+      ctx.stroke(); ctx.setLineDash([]);
+    }
+    ctx.fillStyle = "#1a7f37";
+    for (const [x, y, last] of pts) {
+      ctx.beginPath(); ctx.arc(x, y, last ? 4.5 : 3, 0, 2 * Math.PI); ctx.fill();
     }
     ctx.restore();
   }
@@ -836,6 +996,8 @@ class Timeline {
       this.drag = null;
       c.style.cursor = "grab";
       if (d.moved) return;
+      const rank = d.measuring ? null : this.rankAt(d.y);
+      if (rank !== null) { this.toggleRank(rank); return; }
       const h = this.hit(d.x, d.y);
       if (h && h.kind === "event") select(h.id);
       else if (h && h.kind === "agg") this.zoom(0.2, d.x);
@@ -847,7 +1009,7 @@ class Timeline {
       const k = e.key.toLowerCase();
       if ("wasd".includes(k) && k.length === 1) { this.keys.add(k); this.loop(); e.preventDefault(); }
       else if (k === "0") this.fit();
-      else if (k === "escape") { this.measure = null; this.showMeasure(); this.highlights.clear(); this.chain = null; this.draw(); }
+      else if (k === "escape") { this.measure = null; this.showMeasure(); this.highlights.clear(); this.chain = null; this.collective = null; this.draw(); }
       else if (k === "arrowdown") { this.scrollY += 40; this.clampScroll(); this.draw(); e.preventDefault(); }
       else if (k === "arrowup") { this.scrollY -= 40; this.clampScroll(); this.draw(); e.preventDefault(); }
     });
@@ -883,6 +1045,8 @@ async function main() {
   const ex = embedded("opscope-explorer");
   src = report ? new StaticSource(report, ex) : new ServerSource();
   timeline = new Timeline($("#tl-canvas"));
+  // for scripts driving the page (the browser tests): select an event by id
+  window.__opscope.select = (id) => select(id, { reveal: true });
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showView(b.dataset.view));
   $("#ops-filter").addEventListener("input", () => renderOps());
   $("#compare-filter").addEventListener("input", () => renderCompare());
@@ -908,6 +1072,7 @@ async function main() {
   const r = await reportP;
   if (!r) { notice("Could not load the report."); return; }
   state.report = r;
+  if (lanes) timeline.ranksFromReport(r);
   const so = r.source || {};
   $("#source").textContent = `${(so.paths || []).join(", ")} · ${so.events ?? "?"} events · ${(r.device || {}).kind || "?"}`;
   $("#source").title = (so.paths || []).join("\n");
