@@ -111,8 +111,15 @@ def test_rank_reports_carry_the_records(
 ) -> None:
     report = analyze(slow_job[0].parent, findings=False, roofline=False)
     assert [r.rank for r in report.ranks] == list(range(WORLD))
+    ids = set(report.trace.events.column("id").to_pylist()) if report.trace is not None else set()
     for part in report.ranks:
-        assert part.collectives == records[part.rank]
+        # the same records, their event ids those of the job's table (ranks stacked)
+        unlinked = [{k: v for k, v in c.items() if "event_id" not in k} for c in part.collectives]
+        assert unlinked == [
+            {k: v for k, v in c.items() if "event_id" not in k} for c in records[part.rank]
+        ]
+        for c in part.collectives:
+            assert c["event_id"] in ids and set(c["work_event_ids"]) <= ids
         assert RankReport.from_dict(part.to_dict()).collectives == part.collectives
     assert "collectives" not in report.to_dict()
 
