@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -156,11 +157,19 @@ def speedup_ci(
 def verdict(
     point: float, ci: tuple[float, float], rel_noise: float = 0.0, floor: float = NOISE_FLOOR
 ) -> str:
-    """``faster``/``slower`` only when the interval excludes 1 and the change exceeds the noise."""
+    """``faster``/``slower`` only when the interval excludes 1 and the change exceeds the noise.
+
+    The change is compared on a log scale (``ln point`` against the relative noise): about
+    ``point - 1`` for small changes, and scale-free for large ones, whose per-round ratios
+    spread in proportion to the speedup itself (a 5x speedup whose rounds range 3x-20x is
+    faster, not 'same')."""
     noise = max(floor, rel_noise)
-    if ci[0] > 1.0 and point - 1.0 > noise:
+    if point <= 0:
+        return "same"
+    change = math.log(point)
+    if ci[0] > 1.0 and change > noise:
         return "faster"
-    if ci[1] < 1.0 and 1.0 - point > noise:
+    if ci[1] < 1.0 and -change > noise:
         return "slower"
     return "same"
 
@@ -171,14 +180,16 @@ def _rel_iqr(t: Timing) -> float:
 
 
 def _paired_noise(ref: Timing, var: Timing) -> float:
-    """How far the median per-round speedup wanders from run to run: the IQR of the rounds'
-    speedups over sqrt(rounds) (about the standard error of their median).  The spread of
-    single rounds themselves would call a 3x speedup 'same' on a loaded machine."""
+    """How far the median per-round speedup wanders from run to run, relatively: the IQR of
+    the rounds' log speedups over sqrt(rounds) (about the standard error of their median).
+    The spread of single rounds themselves would call a 3x speedup 'same' on a loaded
+    machine."""
     a = np.asarray(ref.samples_s)
     b = np.asarray(var.samples_s)
     if len(a) != len(b) or len(a) < 4:
         return 0.5 * (_rel_iqr(ref) + _rel_iqr(var))
-    q1, q3 = np.percentile(a / b, [25, 75])
+    # on log ratios: relative noise, as verdict() compares it
+    q1, q3 = np.percentile(np.log(a / b), [25, 75])
     return float((q3 - q1) / np.sqrt(len(a)))
 
 
