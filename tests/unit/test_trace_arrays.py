@@ -36,3 +36,19 @@ def test_numbers_and_bools_with_nulls() -> None:
     assert ints(pa.chunked_array([[1], [2, None]])).tolist() == [1, 2, -1]
     assert bools(pa.array([True, None, False])).tolist() == [True, False, False]
     assert ints(pa.array([], pa.int64())).dtype == np.int64
+
+
+def test_unique_inverse_equals_numpys() -> None:
+    from opscope.trace.arrays import unique_inverse
+
+    rng = np.random.default_rng(0)
+    for keys in (
+        rng.integers(0, 50, 1000),  # small range: the table
+        rng.integers(0, 10**12, 1000),  # wide range: NumPy's sort
+        np.array([7], dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
+    ):
+        uniq, inverse = unique_inverse(keys)
+        want_u, want_i = np.unique(keys, return_inverse=True)
+        assert uniq.tolist() == want_u.tolist()
+        assert inverse.tolist() == want_i.reshape(-1).tolist()

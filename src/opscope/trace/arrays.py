@@ -62,6 +62,23 @@ def distinct(col: pa.ChunkedArray | pa.Array, mask: np.ndarray | None = None) ->
     return list(out)
 
 
+def unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` for non-negative integer keys: by a table
+    over the key range when it is small next to the array (no sort), else NumPy's."""
+    keys = np.asarray(keys, dtype=np.int64).reshape(-1)
+    if len(keys) == 0:
+        return keys.copy(), np.zeros(0, dtype=np.int64)
+    lo, hi = int(keys.min()), int(keys.max())
+    span = hi - lo + 1
+    if lo < 0 or span > 4 * len(keys) + 1024:
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        return uniq, np.asarray(inverse, dtype=np.int64).reshape(-1)
+    present = np.zeros(span, dtype=bool)
+    present[keys - lo] = True
+    remap = np.cumsum(present) - 1
+    return np.flatnonzero(present) + lo, remap[keys - lo].astype(np.int64)
+
+
 def member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
     """``np.isin(values, pool)`` for integer arrays, by a sort of ``pool`` and a binary
     search per value (faster than NumPy's hashing on large arrays)."""

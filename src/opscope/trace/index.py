@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from opscope.trace.argtexts import ArgValues, arg_values
-from opscope.trace.arrays import Codes, bools, ints
+from opscope.trace.arrays import Codes, bools, ints, unique_inverse
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -349,7 +349,7 @@ class EventIndex:
         tid = self.tid.text_codes().astype(np.int64) + 1
         n_pid, n_tid = len(self.pid.values) + 1, len(self.tid.values) + 1
         key = (rank * n_pid + pid) * n_tid + tid
-        return np.asarray(np.unique(key, return_inverse=True)[1], dtype=np.int64).reshape(-1)
+        return unique_inverse(key)[1]
 
     # -- args --------------------------------------------------------------------------------
     def args_text(self, row: int) -> str | None:
@@ -377,8 +377,8 @@ class EventIndex:
         t_codes = Codes.of(av.types)
         width = len(t_codes.values) + 1
         key = (d_codes.astype(np.int64) + 1) * width + (t_codes.codes[has].astype(np.int64) + 1)
-        uniq, inverse = np.unique(key, return_inverse=True)
-        code[has] = inverse.reshape(-1)
+        uniq, inverse = unique_inverse(key)
+        code[has] = inverse
         d_values = d_all.values
         return Shapes(
             code=code,
