@@ -413,3 +413,13 @@ def test_parallel_rank_ingest_matches_serial(
     monkeypatch.setattr(kineto_json.os, "cpu_count", lambda: 2)
     parallel = load(folder, cache=False, workers=2)
     assert parallel.events.equals(serial.events)
+
+
+def test_ranks_from_file_names_of_every_spelling(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    for name in ("trace_rank-3.json", "trace_rank_1.json", "worker2.json", "rank0.json"):
+        write(job / name, {"traceEvents": [X(f"op_{name}", "cpu_op", 0, 1)]})
+    t = load(job, cache=False)
+    assert t.meta.ranks == [0, 1, 2, 3]
+    assert set(t.meta.rank_origin.values()) == {"file name"}

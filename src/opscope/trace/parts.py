@@ -2,9 +2,9 @@
 
 A file's part is its event table (ids from 0, rank 0) and its metadata as a
 :meth:`~opscope.trace.model.TraceMeta.to_json_dict` dict (what the cache stores).  Ranks come
-from ``distributedInfo.rank``, else a ``rank<N>`` in the file name, else the files' order
-(``TraceMeta.rank_origin`` says which); stacking shifts the ids of each part past the
-previous ones and sets its rank.
+from ``distributedInfo.rank``, else a ``rank<N>`` (``rank-3``, ``rank_3``, ``worker3``) in the
+file name, else the files' order (``TraceMeta.rank_origin`` says which); stacking shifts the
+ids of each part past the previous ones and sets its rank.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from opscope.trace.model import Trace, TraceMeta
 from opscope.trace.rows import as_int
 from opscope.trace.schema import EVENT_SCHEMA
 
-RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 
 
 @dataclass
