@@ -166,7 +166,47 @@ def straggler_cause(rank: int, ranks: Sequence[RankReport]) -> str | None:
             "ops "
             "(data loading, a sleep, Python, a host sync)"
         )
+    top = _excess_op(rank, ranks)
+    if top is not None:
+        parts.append(top)
     return "; ".join(parts) or None
+
+
+def _op_time(row: Any, host: bool) -> float:
+    """An op's own time: its device self time, or on a CPU trace (or an op without device
+    work, like a data-loader step) its CPU self time."""
+    return float(row.cpu_self_us if host or row.device_self_us <= 0 else row.device_self_us)
+
+
+def _excess_op(rank: int, ranks: Sequence[RankReport]) -> str | None:
+    """The op whose own time on ``rank`` exceeds the median rank's the most, named with what
+    it suggests (data loading, a host sync, longer compute), when that excess matters (at
+    least 5 % of the rank's wall)."""
+    by = {r.rank: r for r in ranks}
+    if rank not in by or len(by) < 2:
+        return None
+    mine = by[rank]
+    host = mine.ops.device_is_host
+    others = [r for r in ranks if r.rank != rank]
+    own = {row.name: _op_time(row, host) for row in mine.ops.rows}
+    best, excess = None, 0.0
+    for name, t in own.items():
+        theirs = [
+            next((_op_time(x, host) for x in o.ops.rows if x.name == name), 0.0) for o in others
+        ]
+        extra = t - statistics.median(theirs)
+        if extra > excess:
+            best, excess = name, extra
+    if best is None or excess < 0.05 * float(mine.timeline.wall_us):
+        return None
+    low = best.lower()
+    if "dataloader" in low or "data_loader" in low:
+        what = "data loading"
+    elif "synchronize" in low or "item" in low or "wait" in low:
+        what = "a host sync"
+    else:
+        what = "longer compute (a larger shard?)"
+    return f"spends {_fmt(excess)} more than the median rank in {best}: {what}"
 
 
 def discount_waits(rank: RankReport, wait_us: float | None) -> list[dict[str, Any]]:
