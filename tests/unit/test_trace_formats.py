@@ -423,3 +423,16 @@ def test_ranks_from_file_names_of_every_spelling(tmp_path: Path) -> None:
     t = load(job, cache=False)
     assert t.meta.ranks == [0, 1, 2, 3]
     assert set(t.meta.rank_origin.values()) == {"file name"}
+
+
+def test_sync_calls_are_kind_sync_whatever_their_case(tmp_path: Path) -> None:
+    evs = [
+        X("cudaDeviceSynchronize", "cuda_runtime", 0, 5),
+        X("hipStreamSynchronize", "cuda_runtime", 10, 5),
+        X("cudaLaunchKernel", "cuda_runtime", 20, 5),
+    ]
+    t = load(write(tmp_path / "s.json", evs), cache=False)
+    r = by_name(t)
+    assert r["cudaDeviceSynchronize"]["kind"] == "sync"
+    assert r["hipStreamSynchronize"]["kind"] == "sync"
+    assert r["cudaLaunchKernel"]["kind"] == "runtime"

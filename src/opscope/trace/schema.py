@@ -26,6 +26,8 @@ analysis.  Columns (see docs/architecture.md for the full description):
 
 Version 4: a device kernel is kind ``comm`` when :func:`opscope.trace.commnames.is_comm_kernel`
 says so (the table of communication libraries' kernel names), no longer by substrings.
+Version 5: runtime sync calls are kind ``sync`` whatever the case of their name
+(``cudaDeviceSynchronize``), as :func:`classify` says; ingest missed the capitalised ones.
 
 The schema carries a version: bump ``EVENT_SCHEMA_VERSION`` on any change so caches rebuild.
 """
@@ -36,7 +38,7 @@ import pyarrow as pa
 
 from opscope.trace.commnames import is_comm_kernel
 
-EVENT_SCHEMA_VERSION = 4
+EVENT_SCHEMA_VERSION = 5
 
 SOURCES = ("framework", "runtime", "device", "other")
 KINDS = (

@@ -51,7 +51,7 @@ def classify_table(table: pa.Table) -> pa.Table:
         cat_kind[i] = kind_ids[k]
     step_name = np.fromiter((nm.startswith("ProfilerStep#") for nm in names), bool, len(names))
     sync_name = np.fromiter(
-        (any(m in nm for m in SYNC_RUNTIME_MARKERS) for nm in names), bool, len(names)
+        (any(m in nm.lower() for m in SYNC_RUNTIME_MARKERS) for nm in names), bool, len(names)
     )
     src = cat_src[cat_idx] if n else np.zeros(0, np.int32)
     kind = cat_kind[cat_idx] if n else np.zeros(0, np.int32)
