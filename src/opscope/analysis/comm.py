@@ -8,8 +8,9 @@ Definitions (per rank, over the analysed window):
   annotations it records on its threads (:func:`opscope.trace.commnames.is_host_comm`).
 * **compute** - the union of the compute intervals.  On a device trace: device kernels and
   Neuron executions that are not communication (copies and sets are neither).  On a CPU trace:
-  the computing leaf ops (not bookkeeping, not views or allocation, not communication ops such
-  as ``c10d::allreduce_``: :data:`HOST_COMM_OPS`) on every thread but the backend's.
+  the ops that did work of their own (not bookkeeping, views, allocation or dispatch wrappers,
+  not communication ops such as ``c10d::allreduce_``: :data:`HOST_COMM_OPS`) on every thread
+  but the backend's.
 * **overlap** = |comm intersected with compute| = |comm| + |compute| - |comm united with compute|;
   ``overlap_share`` = overlap / comm; ``exposed_comm`` = comm - overlap: communication that no
   compute hides, the time a perfect overlap could win.  Both are None without communication.
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from opscope.analysis.intervals import overlap_ns, union_ns
-from opscope.analysis.optable import BOOKKEEPING_NAMES, NO_COMPUTE_OPS
+from opscope.analysis.optable import host_work
 from opscope.trace.arrays import member
 from opscope.trace.commnames import collective_of_host_op, is_host_comm
 
@@ -78,17 +79,17 @@ def _comm_op(name: str) -> bool:
 def host_comm_rows(index: EventIndex, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Of ``rows`` (positions in the index) of a CPU trace: those of the backend's
     communication work (:func:`opscope.trace.commnames.is_host_comm`: gloo's), and those of
-    the computing leaf ops on the other threads (not bookkeeping, views or allocation, not
-    communication ops: :data:`HOST_COMM_OPS` and the collectives commnames names)."""
+    the ops that did work of their own on the other threads
+    (:func:`opscope.analysis.optable.host_work`), communication ops left out
+    (:data:`HOST_COMM_OPS` and the collectives commnames names)."""
     name = index.name
     framework = index.is_framework[rows]
     work = rows[framework & _named(name, is_host_comm)[rows]]
     backend_threads = np.unique(index.thread[work])
+    computing = index.memo("analysis.host_work", lambda: host_work(index))
     compute = (
         framework
-        & index.is_leaf[rows]
-        & index.kind.eq("op")[rows]
-        & ~name.isin(BOOKKEEPING_NAMES | NO_COMPUTE_OPS)[rows]
+        & computing[rows]
         & ~_named(name, _comm_op)[rows]
         & ~member(index.thread[rows], backend_threads)
     )

@@ -31,6 +31,7 @@ from opscope.trace.arrays import Codes, grouped, ints
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
+    from opscope.trace.index import EventIndex
     from opscope.trace.model import Trace
 
 SORT_KEYS = ("device_self_us", "device_total_us", "cpu_self_us", "cpu_total_us", "calls", "name")
@@ -47,7 +48,7 @@ BOOKKEEPING_NAMES = frozenset(
         SYNC_ANNOTATION,
     )
 )
-# Leaf ops that allocate or reinterpret memory without computing: not "device work" on a CPU.
+# Ops that allocate or reinterpret memory without computing: not "device work" on a CPU.
 NO_COMPUTE_OPS = frozenset(
     (
         "aten::empty",
@@ -72,8 +73,61 @@ NO_COMPUTE_OPS = frozenset(
         "aten::lift_fresh",
         "detach",
         "aten::result_type",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
     )
 )
+
+
+# Composite ops that only dispatch to the op doing the work: on a CPU trace, when they have op
+# children, their own (self) time is dispatch, not device work.
+DISPATCH_WRAPPERS = frozenset(
+    (
+        "aten::linear",
+        "aten::matmul",
+        "aten::conv1d",
+        "aten::conv2d",
+        "aten::conv3d",
+        "aten::convolution",
+        "aten::_convolution",
+        "aten::conv_transpose2d",
+        "aten::batch_norm",
+        "aten::_batch_norm_impl_index",
+        "aten::layer_norm",
+        "aten::group_norm",
+        "aten::instance_norm",
+        "aten::dropout",
+        "aten::feature_dropout",
+        "aten::softmax",
+        "aten::log_softmax",
+        "aten::cross_entropy_loss",
+        "aten::nll_loss",
+        "aten::nll_loss_nd",
+        "aten::scaled_dot_product_attention",
+        "aten::max_pool2d",
+        "aten::adaptive_avg_pool2d",
+        "aten::embedding",
+        "aten::to",
+        "aten::contiguous",
+        "aten::flatten",
+        "aten::chunk",
+        "aten::split",
+        "aten::rms_norm",
+        "CompiledFunction",
+        "CompiledFunctionBackward",
+    )
+)
+# A compiled graph's call (Inductor's generated code) is recorded as an annotation around it:
+# its self time is device work on a CPU trace.  (The dynamo region around it, "Torch-Compiled
+# Region", is guards and dispatch: not work.)
+COMPILED_GRAPH_PREFIX = "## Call CompiledFxGraph"
+DYNAMO_REGION_PREFIX = "Torch-Compiled Region"
+_NOT_WORK = BOOKKEEPING_NAMES | NO_COMPUTE_OPS
+
+
+def _is_generated(name: str) -> bool:
+    """An Inductor-generated kernel recorded as an op (Inductor's kernel profile)."""
+    return name.startswith(("graph_", "triton_", "cpp_fused")) or "_cpp_fused_" in name
 
 
 @dataclass
@@ -242,30 +296,70 @@ def merge_duplicate_nodes(ops: pa.Table) -> pa.Table:
     return ops.filter(pa.array(~dup))
 
 
-def is_host_work(
-    names: pa.ChunkedArray | pa.Array,
-    is_leaf: pa.ChunkedArray | pa.Array,
-    kinds: pa.ChunkedArray | pa.Array | None = None,
-) -> np.ndarray:
-    """Which ops of a CPU-only trace did the work: computing leaf *ops*, not bookkeeping.
+def is_host_work(ops: pa.Table) -> np.ndarray:
+    """Which rows of a CPU-only trace's ops table did work of their own (their self time is
+    device work).
 
-    A leaf ``record_function`` annotation (``Optimizer.zero_grad#SGD.zero_grad`` with
-    ``set_to_none``) ran no op at all: it is Python, not work.  Inductor's generated kernels
-    are recorded as ops (``graph_0_cpp_fused_...``) and count.
+    On the CPU an op's own execution is its self time: every op that computes carries it,
+    leaf or not (``aten::addmm`` computes though ``aten::copy_`` runs inside it).  Views,
+    allocation (:data:`NO_COMPUTE_OPS`), bookkeeping (:data:`BOOKKEEPING_NAMES`) and pure
+    dispatch wrappers (:data:`DISPATCH_WRAPPERS`, when they have op children) carry none, nor
+    does dynamo's region around a compiled graph (:data:`DYNAMO_REGION_PREFIX`: guards).  A
+    ``record_function`` annotation is Python, not work, except a compiled graph's call
+    (:data:`COMPILED_GRAPH_PREFIX`): its self time is Inductor's generated code, unless that
+    code's kernels are profiled as ops of their own (``graph_0_cpp_fused_...``, Inductor's
+    kernel profile), which then carry it.
     """
-    skip = sorted(BOOKKEEPING_NAMES | NO_COMPUTE_OPS)
-    mask = pc.and_(is_leaf, pc.invert(pc.is_in(names.cast(pa.string()), pa.array(skip))))
-    if kinds is not None:
-        mask = pc.and_(mask, pc.equal(kinds.cast(pa.string()), "op"))
-    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+    names = ops.column("name")
+    text = names.cast(pa.string()) if pa.types.is_dictionary(names.type) else names
+    kinds = ops.column("kind")
+    kind_text = kinds.cast(pa.string()) if pa.types.is_dictionary(kinds.type) else kinds
+    is_leaf = np.asarray(ops.column("is_leaf").to_numpy(zero_copy_only=False), dtype=bool)
+    values = [str(v) for v in text.to_pylist()]
+    skip = np.fromiter(
+        (v in _NOT_WORK or v.startswith(DYNAMO_REGION_PREFIX) for v in values),
+        dtype=bool,
+        count=len(values),
+    )
+    wrapper = np.fromiter((v in DISPATCH_WRAPPERS for v in values), dtype=bool, count=len(values))
+    graph = np.fromiter(
+        (v.startswith(COMPILED_GRAPH_PREFIX) for v in values), dtype=bool, count=len(values)
+    )
+    kernel = np.fromiter((_is_generated(v) for v in values), dtype=bool, count=len(values))
+    kind_arr = np.asarray(kind_text.to_numpy(zero_copy_only=False), dtype=object)
+    is_op = kind_arr == "op"
+    parent = _parent_rows(ops)
+    has_kernel = np.zeros(len(values), dtype=bool)
+    has_kernel[parent[kernel & (parent >= 0)]] = True
+    compiled = (kind_arr == "annotation") & graph & ~has_kernel
+    return np.asarray((is_op | compiled) & ~skip & ~(wrapper & ~is_leaf), dtype=bool)
+
+
+def host_work(index: EventIndex) -> np.ndarray:
+    """The rows that did work of their own on a CPU trace: :func:`is_host_work` over the
+    event index."""
+    name, kind = index.name, index.kind
+    values = [str(v) for v in name.values]
+    skip = name.isin(_NOT_WORK) | name.rows(
+        np.fromiter((v.startswith(DYNAMO_REGION_PREFIX) for v in values), bool)
+    )
+    wrapper = name.isin(DISPATCH_WRAPPERS) & ~index.is_leaf
+    graph = name.rows(np.fromiter((v.startswith(COMPILED_GRAPH_PREFIX) for v in values), bool))
+    kernel = name.rows(np.fromiter((_is_generated(v) for v in values), bool)) & index.in_tree
+    tp = index.tree_parent
+    has_kernel = np.zeros(index.n, dtype=bool)
+    has_kernel[tp[kernel & (tp >= 0)]] = True
+    compiled = kind.eq("annotation") & graph & ~has_kernel
+    return np.asarray(index.in_tree & (kind.eq("op") | compiled) & ~skip & ~wrapper, dtype=bool)
 
 
 def host_execution(ops: pa.Table) -> pa.Table:
-    """Fill the device columns of a CPU-only trace's ops from the work their leaves did."""
+    """Fill the device columns of a CPU-only trace's ops from the work each did itself
+    (:func:`is_host_work`: its self time), summed up the tree for the totals."""
     n = ops.num_rows
     if n == 0:
         return ops
-    work = is_host_work(ops.column("name"), ops.column("is_leaf"), ops.column("kind"))
+    work = is_host_work(ops)
     self_ns = np.asarray(ops.column("self_ns").to_numpy(zero_copy_only=False), dtype=np.int64)
     dev_self = np.where(work, self_ns, 0)
     dev_count = work.astype(np.int64)

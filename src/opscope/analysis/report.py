@@ -97,8 +97,8 @@ class Report:
         device = {**head["device"], "peaks": {}}
         if self.ops.device_is_host:
             device["note"] = (
-                "CPU-only trace: the device is the CPU; device columns hold the work of the "
-                "computing leaf ops"
+                "CPU-only trace: the device is the CPU; device columns hold each computing op's "
+                "own (self) time"
             )
         out: dict[str, Any] = {
             "schema": REPORT_SCHEMA,

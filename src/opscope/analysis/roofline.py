@@ -3,7 +3,7 @@
 ``roofline(report)`` costs each (op, input shapes) row of the report's op table with
 :mod:`opscope.analysis.costs` and places it under the device's roofline
 (:mod:`opscope.analysis.peaks`).  Time is the op's **device self time** (on a CPU-only trace the
-CPU execution of the computing leaf ops, as in the op table), so a wrapper such as
+CPU self time of the ops that computed, as in the op table), so a wrapper such as
 ``aten::linear`` has FLOPs but no bound of its own: its child ``aten::addmm`` is where the work
 ran.
 

@@ -1,7 +1,7 @@
 """Per profiler step: how many device executions, how much device time, how much CPU time.
 
 * ``device_ops`` - device executions (kernels, copies, sets, collectives, Neuron executions)
-  attributed to the step; on a CPU-only trace, the computing leaf ops that ran (see
+  attributed to the step; on a CPU-only trace, the ops that computed (their self time; see
   :func:`opscope.analysis.optable.is_host_work`).
 * ``device_us`` - their summed duration.
 * ``cpu_us`` - CPU time of the step's top-level framework events (what the program's own calls
@@ -82,7 +82,7 @@ def step_stats(trace: Trace) -> list[StepStats]:
     cpu_by_step, _ = _sum_by(parent[top], dur[top])
 
     if trace.device.kind == "cpu":
-        work = is_host_work(ops.column("name"), ops.column("is_leaf"), ops.column("kind"))
+        work = is_host_work(ops)
         work &= step_col >= 0
         self_ns = ints(ops.column("self_ns"), 0)
         dev_ns, dev_n = _sum_by(step_col[work], self_ns[work])

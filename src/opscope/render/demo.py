@@ -12,7 +12,7 @@ from rich.text import Text
 from opscope.render.fmt import us
 
 HOST_NOTE = (
-    "device = the CPU: device ops are the computing leaf ops that ran, device time their execution"
+    "device = the CPU: device ops are the ops that computed, device time their own (self) time"
 )
 
 

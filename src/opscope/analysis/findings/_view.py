@@ -12,7 +12,7 @@ Definitions used by several rules:
 * *window* - the events of the analysed steps (``ctx.window_steps``), every event when None.
 * *device executions* - device events of a kind in
   :data:`~opscope.trace.schema.DEVICE_WORK_KINDS`.  On a CPU-only trace the device is the CPU
-  and the executions are the computing leaf ops
+  and the executions are the ops that computed (their self time)
   (:func:`opscope.analysis.optable.is_host_work`).
 * *unit* - the op the program itself called: an execution's op, climbed up through enclosing
   ``aten::`` ops to the outermost one (``aten::linear`` rather than the ``aten::addmm`` it
@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.analysis.findings.base import Context, Evidence
-from opscope.analysis.optable import BOOKKEEPING_NAMES, NO_COMPUTE_OPS
+from opscope.analysis.optable import host_work
 from opscope.trace.args import decode_args
 from opscope.trace.argtexts import top_level_strings
 from opscope.trace.arrays import bools
@@ -82,12 +82,9 @@ class EventView:
         )
         self.is_leaf = index.is_leaf
         if device_is_host:
-            skip = index.memo(
-                "findings.no_host_work",
-                lambda: index.name.isin(BOOKKEEPING_NAMES | NO_COMPUTE_OPS),
-            )
-            self.is_exec = self.is_leaf & index.kind.eq("op") & ~skip & self.in_window
-            # self time of a leaf is its duration minus runtime children (none on a CPU trace)
+            work = index.memo("analysis.host_work", lambda: host_work(index))
+            self.is_exec = work & self.in_window
+            # an op's own execution on the CPU: its self time
             self.exec_dur = np.maximum(index.self_ns, 0)
             self.op = np.where(self.is_exec, np.arange(self.n), index.op)
         else:
