@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from opscope.analysis.optable import op_table  # noqa: E402
+from opscope.analysis.optable import DISPATCH_WRAPPERS, op_table  # noqa: E402
 from opscope.trace import load  # noqa: E402
 
 
@@ -83,3 +84,53 @@ def test_device_columns_on_cpu_are_each_ops_own_time(tmp_path: Path) -> None:
         assert row is None or row.device_self_us == 0
     assert sum(r.device_share for r in table.rows) == pytest.approx(1.0)
     assert table.device_time_us == pytest.approx(sum(r.device_self_us for r in table.rows))
+
+
+def _models() -> list[tuple[str, Any, Any]]:
+    torch.manual_seed(0)
+    conv = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1),
+        torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16 * 16 * 16, 10),
+    )
+    attn = torch.nn.MultiheadAttention(64, 4, batch_first=True)
+    q = torch.randn(4, 32, 64)
+    return [
+        ("conv", conv, lambda: conv(torch.randn(8, 3, 32, 32))),
+        ("attention", attn, lambda: attn(q, q, q, need_weights=False)),
+        (
+            "sdpa",
+            None,
+            lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_every_computing_op_carries_torchs_self_time(case: int, tmp_path: Path) -> None:
+    name, _, run = _models()[case]
+    path = tmp_path / f"{name}.json"
+    with (
+        torch.no_grad(),
+        torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof,
+    ):
+        for _ in range(2):
+            run()
+    prof.export_chrome_trace(str(path))
+    torch_self = {e.key: e.self_cpu_time_total for e in prof.key_averages()}
+    table = op_table(load(path))
+    carrying = [r for r in table.rows if r.device_self_us > 0]
+    assert carrying, name
+    for r in carrying:  # device self on the CPU is torch's self CPU time
+        if r.name in DISPATCH_WRAPPERS:  # its calls with op children are dispatch only
+            continue
+        assert r.device_self_us == pytest.approx(torch_self[r.name], rel=0.01, abs=1.0), r.name
+    # the op torch charges the most self time to computes here, and carries it
+    heaviest = max(
+        (k for k in torch_self if k.startswith("aten::") and table.row(k) is not None),
+        key=lambda k: torch_self[k],
+    )
+    assert table.row(heaviest).device_self_us > 0, (name, heaviest)  # type: ignore[union-attr]
