@@ -65,7 +65,7 @@ def compare(
             {"naive": f, "builtin": g, "compiled": torch.compile(f)}, (x, w)
         )
         print(cmp)                 # numerics, compile time, latency, speedup [95% CI], verdict
-        cmp["compiled"]["verdict"]  # "faster" | "slower" | "same" | "unstable" | "error"
+        cmp["compiled"]["verdict"]  # faster | slower | same | unstable | differs | error
     """
     return Comparison(
         run_comparison(

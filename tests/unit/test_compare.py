@@ -86,6 +86,7 @@ def test_compare_reports_numerics_shapes_errors_and_twins(tmp_path: Path) -> Non
     assert by["f"]["verdict"] == "reference" and by["f"]["speedup"]["point"] == 1.0
     assert by["twin"]["numerics_ok"] and by["twin"]["verdict"] in ("same", "faster", "slower")
     assert by["wrong_shape"]["numerics_ok"] is False
+    assert by["wrong_shape"]["verdict"] == "differs"  # never faster or slower
     assert "(256, 64)" in by["wrong_shape"]["numerics_reason"]
     assert by["raises"]["verdict"] == "error" and "no luck" in by["raises"]["error"]
     assert "more" not in by["raises"]["error"]

@@ -17,7 +17,8 @@ For each variant (``name -> callable``) on the same inputs:
    so a result is reproducible), and a **verdict**: ``faster`` or
    ``slower`` only when the interval excludes 1 *and* the difference exceeds the noise floor
    (:data:`NOISE_FLOOR`, or the wander of the median per-round speedup if larger); else
-   ``same``.
+   ``same``.  A variant whose result differs from the reference's gets ``differs``, never
+   ``faster`` or ``slower`` (its speedup is still given).
 
 Returns data (:class:`ComparisonData`); ``opscope.compare`` wraps it for printing.
 """
@@ -63,7 +64,8 @@ class VariantOutcome:
     run_dir: str | None = None
     speedup: float | None = None
     speedup_ci95: tuple[float, float] | None = None
-    verdict: str | None = None  # faster | slower | same | unstable | reference | error
+    # faster | slower | same | unstable | differs (numerics failed) | reference | error
+    verdict: str | None = None
 
     @property
     def numerics_ok(self) -> bool:
@@ -336,6 +338,8 @@ def run_comparison(
         # the noise that pairing does not remove (see _paired_noise)
         noise = _paired_noise(ref_t, o.timing)
         o.verdict = "unstable" if o.recompiled else verdict(o.speedup, o.speedup_ci95, noise)
+        if o.numerics is not None and not o.numerics_ok:
+            o.verdict = "differs"  # a wrong result is never faster or slower
     result.variants = [outcomes[n] for n in names]
     return result
 

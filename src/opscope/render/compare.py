@@ -44,7 +44,13 @@ def table(data: dict[str, Any]) -> Table:
         columns += [("device\nops", "right"), ("device\ntime", "right"), ("CPU\ntime", "right")]
     for header, justify in columns:
         t.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    styles = {"faster": "green", "slower": "red", "unstable": "yellow", "error": "bold red"}
+    styles = {
+        "faster": "green",
+        "slower": "red",
+        "unstable": "yellow",
+        "differs": "bold red",
+        "error": "bold red",
+    }
     for v in data["variants"]:
         lat = v.get("latency_us")
         if v.get("error"):
