@@ -52,12 +52,16 @@ def compare(
     rtol: float | None = None,
     atol: float | None = None,
     min_run_s: float = 0.3,
-    profile: bool = True,
-    out: str | os.PathLike[str] = "opscope-runs",
+    profile: bool | None = None,
+    out: str | os.PathLike[str] | None = None,
     label: str | None = None,
 ) -> Comparison:
     """Compare ``variants`` (name -> callable) on identical ``inputs`` (a tuple of arguments, or
     a callable producing it).  The reference is ``reference`` or the first variant.
+
+    Each variant is also profiled into a run folder (device ops and time per call) only when
+    asked: ``profile=True`` (folders under ``out``, default ``opscope-runs``) or an ``out``
+    folder given; otherwise nothing is written.
 
     Example::
 
@@ -67,6 +71,9 @@ def compare(
         print(cmp)                 # numerics, compile time, latency, speedup [95% CI], verdict
         cmp["compiled"]["verdict"]  # faster | slower | same | unstable | differs | error
     """
+    _check_arguments(variants, inputs)
+    if profile is None:
+        profile = out is not None
     return Comparison(
         run_comparison(
             variants,
@@ -77,7 +84,26 @@ def compare(
             atol=atol,
             min_run_s=min_run_s,
             profile=profile,
-            out=out,
+            out=out if out is not None else "opscope-runs",
             label=label,
         )
     )
+
+
+def _check_arguments(variants: Any, inputs: Any) -> None:
+    """Clear errors for the mistakes a first call makes (a list or a bare tensor as inputs,
+    a list of functions as variants)."""
+    if not isinstance(variants, Mapping) or not variants:
+        raise TypeError(
+            "opscope.compare: variants must be a non-empty dict of name -> callable, e.g. "
+            f'{{"naive": f, "compiled": torch.compile(f)}}; got {type(variants).__name__}'
+        )
+    bad = [str(k) for k, v in variants.items() if not callable(v)]
+    if bad:
+        raise TypeError(f"opscope.compare: variants {', '.join(bad)} are not callable")
+    if not isinstance(inputs, tuple) and not callable(inputs):
+        hint = " (one argument: wrap it as (x,))" if type(inputs).__name__ == "Tensor" else ""
+        raise TypeError(
+            "opscope.compare: inputs must be a tuple of arguments, e.g. (x, w), or a callable "
+            f"returning one; got {type(inputs).__name__}{hint}"
+        )

@@ -223,3 +223,29 @@ def test_a_large_speedup_with_widely_spread_rounds_is_faster() -> None:
     point, ci = speedup_ci(list(reference), list(variant))
     assert ci[0] > 2.0
     assert verdict(point, ci, noise) == "faster"
+
+
+def test_arguments_a_first_call_gets_wrong_are_explained(tmp_path: Path) -> None:
+    import torch
+
+    import opscope
+
+    x = torch.randn(4)
+    with pytest.raises(TypeError, match=r"wrap it as \(x,\)"):
+        opscope.compare({"f": torch.sin}, x)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a tuple of arguments"):
+        opscope.compare({"f": torch.sin}, [x])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="dict of name -> callable"):
+        opscope.compare([torch.sin], (x,))  # type: ignore[arg-type]
+
+
+def test_no_run_folder_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    import opscope
+
+    monkeypatch.chdir(tmp_path)
+    x = torch.randn(16)
+    cmp = opscope.compare({"sin": torch.sin, "cos": torch.cos}, (x,), min_run_s=0.02)
+    assert not (tmp_path / "opscope-runs").exists()
+    assert cmp["sin"]["run_dir"] is None
