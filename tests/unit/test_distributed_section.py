@@ -167,3 +167,36 @@ def test_html_and_markdown_show_the_section(
     assert page.count("<tr>") >= 3
     md = markdown.render(d)
     assert "## Communication per rank" in md and "| 1 |" in md
+
+
+def test_unrelated_traces_are_not_merged_into_one_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opscope.errors import OpscopeError
+
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    apart = tmp_path / "apart"
+    apart.mkdir()
+    late = _doc(0, None, [(100, 50)])
+    for e in late["traceEvents"]:  # recorded a minute later
+        e["ts"] += 60e6
+    (apart / "run_a.json").write_text(json.dumps(_doc(0, None, [(100, 50)])))
+    (apart / "run_b.json").write_text(json.dumps(late))
+    with pytest.raises(OpscopeError, match=r"not ranks of one job.*60\.0 s apart"):
+        analyze(apart, findings=False, roofline=False)
+    together = tmp_path / "together"  # overlapping windows: taken as ranks, told by order
+    together.mkdir()
+    (together / "run_a.json").write_text(json.dumps(_doc(0, None, [(100, 50)])))
+    (together / "run_b.json").write_text(json.dumps(_doc(0, None, [(120, 50)])))
+    d = analyze(together, findings=False, roofline=False).to_dict()
+    assert d["distributed"]["rank_source"] == "order"
+
+
+def test_the_shared_dataloader_pair_is_refused() -> None:
+    from opscope.errors import OpscopeError
+
+    pair = Path(__file__).resolve().parents[2].parent / "shared/traces/cuda/dataloader_pair"
+    if not pair.is_dir():
+        pytest.skip("../shared/traces not present (a user's clone)")
+    with pytest.raises(OpscopeError, match="not ranks of one job"):
+        analyze(pair, findings=False, roofline=False)

@@ -9,6 +9,7 @@ and its report is :func:`merge` of the rank reports, which needs no events.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from opscope.analysis.roofline import Roofline, annotate
 from opscope.analysis.roofline import roofline as roofline_of_report
 from opscope.analysis.steps import StepStats, step_stats
 from opscope.analysis.timeline import TimelineSummary, timeline_summary
+from opscope.errors import OpscopeError
 from opscope.trace import Trace, load
 from opscope.trace.model import TraceMeta
 
@@ -228,6 +230,36 @@ def _distributed(ranks: list[RankReport]) -> dict[str, Any]:
     return distributed_section(ranks, instances, late, warnings, clock=clock)
 
 
+def not_one_job(trace: Trace) -> str | None:
+    """Why the files of a trace of several ranks are not ranks of one job, or None.
+
+    Unrelated traces (two runs recorded apart) must not be merged into one window: they are
+    refused when nothing names their ranks (no ``distributedInfo``, no ``rank<N>`` in the file
+    names) and their time windows do not overlap."""
+    meta = trace.meta
+    ranks = list(meta.ranks)
+    if len(ranks) < 2 or any(meta.rank_origin.get(r, "order") != "order" for r in ranks):
+        return None
+    index = trace.index
+    spans = []
+    for r in ranks:
+        rows = index.rank == r
+        if rows.any():
+            spans.append((int(index.start[rows].min()), int(index.end[rows].max())))
+    spans.sort()
+    gaps = [b[0] - a[1] for a, b in pairwise(spans)]
+    if not gaps or min(gaps) <= 0:
+        return None
+    files = ", ".join(Path(p).name for p in meta.paths[:4]) + (
+        " ..." if len(meta.paths) > 4 else ""
+    )
+    return (
+        f"{files}: not ranks of one job (no distributedInfo or rank<N> in their names, and "
+        f"their time windows do not overlap: {min(gaps) / 1e9:.1f} s apart); report each file "
+        "on its own (opscope report FILE), or compare two with opscope diff A B"
+    )
+
+
 def rank_traces(trace: Trace) -> list[Trace]:
     """One :class:`Trace` per rank of a trace of several (each rank's rows are one block of
     the event table, ids kept: evidence event ids stay valid in the whole table)."""
@@ -329,6 +361,9 @@ def analyze(
         return _analyze_rank(
             trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
         )
+    reason = not_one_job(trace)
+    if reason is not None:
+        raise OpscopeError(reason)
     parts = [
         rank_report(
             _analyze_rank(
