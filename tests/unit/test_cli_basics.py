@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,44 @@ def test_diff_help_has_an_example(command: str, capsys: pytest.CaptureFixture[st
     assert "examples:" in out and "  opscope diff before.json.gz after.json.gz" in out
     if command == "compare":
         assert "former name of 'opscope diff'" in out
+
+
+def _stepped(tmp_path: Path) -> Path:
+    from trace_checks import X
+
+    events = [X("ProfilerStep#3", 0, 100, "user_annotation"), X("aten::mm", 10, 50)]
+    events += [X("ProfilerStep#4", 200, 100, "user_annotation"), X("aten::mm", 210, 50)]
+    path = tmp_path / "stepped.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_everyday_mistakes_are_one_line_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    path = _stepped(tmp_path)
+    assert main(["report", str(path), "--steps", "9"]) == 1
+    assert "--steps 9: no such step; the trace has steps 3, 4" in capsys.readouterr().err
+    assert main(["report", str(path), "-o", str(tmp_path / "missing" / "r.txt")]) == 1
+    err = capsys.readouterr().err
+    assert "no folder" in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(path), "--top", "-3"])
+    assert exc.value.code == 2
+    assert "must be at least 1" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "report",
+                str(path),
+                "--steps",
+                "4",
+                "--format",
+                "json",
+                "-o",
+                str(tmp_path / "r.json"),
+            ]
+        )
+        == 0
+    )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from opscope.cli.output import positive_int
+
 HELP = "diff two traces or run folders: per op, per kernel, timeline and findings"
 DESCRIPTION = """\
 Diff two traces (files, run folders, or folders of ranks): per op - calls, device self time and
@@ -26,7 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("b", help="the changed run")
     p.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
-    p.add_argument("--top", type=int, default=20, help="rows per table (default: %(default)s)")
+    p.add_argument(
+        "--top", type=positive_int, default=20, help="rows per table (default: %(default)s)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

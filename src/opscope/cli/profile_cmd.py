@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from opscope.cli.output import positive_int
+
 HELP = "run a PyTorch program under the profiler (like python -m cProfile)"
 DESCRIPTION = """\
 Run a PyTorch program under opscope, as `python script.py` or `python -m module` would run it
@@ -103,7 +105,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=True,
         help="print the report on stderr when the program ends (default: on)",
     )
-    out.add_argument("--top", type=int, default=10, help="rows per report table (default 10)")
+    out.add_argument(
+        "--top", type=positive_int, default=10, help="rows per report table (default 10)"
+    )
     p.add_argument(
         "--nproc",
         type=int,

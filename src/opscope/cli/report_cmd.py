@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from opscope.cli.output import positive_int
+
 HELP = "analyse a trace file, run folder or folder of ranks"
 DESCRIPTION = """\
 Analyse a trace (Kineto JSON, .json.gz, a run folder, or a folder of per-rank traces): the
@@ -33,7 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--steps", help="profiler steps to analyse, e.g. 3 or 2:4 (default: all)")
-    p.add_argument("--top", type=int, default=20, help="rows per table (default: %(default)s)")
+    p.add_argument(
+        "--top", type=positive_int, default=20, help="rows per table (default: %(default)s)"
+    )
     p.add_argument("--roofline", action="store_true", help="print the roofline table (text format)")
     p.add_argument("--peaks", metavar="FILE", help="JSON file overriding device peaks")
     p.add_argument(

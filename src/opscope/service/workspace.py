@@ -112,6 +112,22 @@ class OpenTrace:
         }
 
 
+def check_steps(trace: Trace, steps: tuple[int, int]) -> None:
+    """A :class:`ServiceError` naming the trace's profiler steps when none is in ``steps``."""
+    import numpy as np
+
+    col = trace.index.step
+    have = np.unique(col[col >= 0]).tolist()
+    first, last = steps
+    if any(first <= s <= last for s in have):
+        return
+    asked = str(first) if first == last else f"{first}:{last}"
+    if not have:
+        raise ServiceError(f"--steps {asked}: the trace records no profiler steps")
+    shown = ", ".join(str(s) for s in have[:20]) + (" ..." if len(have) > 20 else "")
+    raise ServiceError(f"--steps {asked}: no such step; the trace has steps {shown}")
+
+
 def only_rank(trace: Trace, rank: int) -> Trace:
     """The events of one rank of ``trace`` as a trace of their own."""
     from opscope.analysis.report import rank_traces
@@ -159,6 +175,8 @@ class Workspace:
         trace = load(Path(path), cache=cache)
         if rank is not None:
             trace = only_rank(trace, rank)
+        if steps is not None:
+            check_steps(trace, steps)
         opened = self.add(trace, path=str(path), steps=steps, handle=handle)
         opened.peaks = peaks
         if prefetch:
