@@ -204,7 +204,7 @@ def distributed_section(
             {
                 "rank": r.rank,
                 "wall_us": t.wall_us,
-                "compute_us": t.compute_work_us if t.compute_work_us is not None else t.compute_us,
+                "compute_us": t.work_us,
                 "comm_us": t.comm_us,
                 "exposed_comm_us": t.exposed_comm_us,
                 "overlap_share": t.overlap_share,

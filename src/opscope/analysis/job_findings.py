@@ -67,13 +67,7 @@ def _fmt(us: float) -> str:
 
 def _compute(ranks: Sequence[RankReport]) -> dict[int, float]:
     """Each rank's compute union (the overlap's, else the timeline's compute), where > 0."""
-    out = {}
-    for r in ranks:
-        t = r.timeline
-        v = float(t.compute_work_us if t.compute_work_us is not None else t.compute_us)
-        if v > 0:
-            out[r.rank] = v
-    return out
+    return {r.rank: r.timeline.work_us for r in ranks if r.timeline.work_us > 0}
 
 
 def load_imbalance(ranks: Sequence[RankReport], wall_us: float) -> dict[str, Any] | None:
@@ -151,13 +145,10 @@ def straggler_cause(rank: int, ranks: Sequence[RankReport]) -> str | None:
     others = [t for r, t in by.items() if r != rank]
     mine = by[rank]
 
-    def work(t: Any) -> float:
-        return float(t.compute_work_us if t.compute_work_us is not None else t.compute_us)
-
     parts = []
-    med_work = statistics.median(work(t) for t in others)
-    if med_work > 0 and work(mine) > 1.1 * med_work and work(mine) - med_work > 100.0:
-        parts.append(f"computes {_fmt(work(mine) - med_work)} more than the median rank")
+    med_work = statistics.median(t.work_us for t in others)
+    if med_work > 0 and mine.work_us > 1.1 * med_work and mine.work_us - med_work > 100.0:
+        parts.append(f"computes {_fmt(mine.work_us - med_work)} more than the median rank")
     med_idle = statistics.median(float(t.device_idle_us) for t in others)
     extra_idle = float(mine.device_idle_us) - med_idle
     if extra_idle > 0.1 * max(float(mine.wall_us), 1.0):

@@ -19,6 +19,7 @@ A table therefore never shows silently empty device columns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -310,47 +311,35 @@ def is_host_work(ops: pa.Table) -> np.ndarray:
     code's kernels are profiled as ops of their own (``graph_0_cpp_fused_...``, Inductor's
     kernel profile), which then carry it.
     """
-    names = ops.column("name")
-    text = names.cast(pa.string()) if pa.types.is_dictionary(names.type) else names
-    kinds = ops.column("kind")
-    kind_text = kinds.cast(pa.string()) if pa.types.is_dictionary(kinds.type) else kinds
     is_leaf = np.asarray(ops.column("is_leaf").to_numpy(zero_copy_only=False), dtype=bool)
-    values = [str(v) for v in text.to_pylist()]
-    skip = np.fromiter(
-        (v in _NOT_WORK or v.startswith(DYNAMO_REGION_PREFIX) for v in values),
-        dtype=bool,
-        count=len(values),
-    )
-    wrapper = np.fromiter((v in DISPATCH_WRAPPERS for v in values), dtype=bool, count=len(values))
-    graph = np.fromiter(
-        (v.startswith(COMPILED_GRAPH_PREFIX) for v in values), dtype=bool, count=len(values)
-    )
-    kernel = np.fromiter((_is_generated(v) for v in values), dtype=bool, count=len(values))
-    kind_arr = np.asarray(kind_text.to_numpy(zero_copy_only=False), dtype=object)
-    is_op = kind_arr == "op"
-    parent = _parent_rows(ops)
-    has_kernel = np.zeros(len(values), dtype=bool)
-    has_kernel[parent[kernel & (parent >= 0)]] = True
-    compiled = (kind_arr == "annotation") & graph & ~has_kernel
-    return np.asarray((is_op | compiled) & ~skip & ~(wrapper & ~is_leaf), dtype=bool)
+    name, kind = Codes.of(ops.column("name")), Codes.of(ops.column("kind"))
+    return _own_work(name, kind, is_leaf, _parent_rows(ops), np.ones(ops.num_rows, dtype=bool))
 
 
 def host_work(index: EventIndex) -> np.ndarray:
     """The rows that did work of their own on a CPU trace: :func:`is_host_work` over the
     event index."""
-    name, kind = index.name, index.kind
+    return _own_work(index.name, index.kind, index.is_leaf, index.tree_parent, index.in_tree)
+
+
+def _own_work(
+    name: Codes, kind: Codes, is_leaf: np.ndarray, parent: np.ndarray, nodes: np.ndarray
+) -> np.ndarray:
+    """:func:`is_host_work`'s rule over rows given as name and kind codes, leafness, the
+    op-tree parent row and the rows that are op-tree nodes; each name tested once."""
     values = [str(v) for v in name.values]
-    skip = name.isin(_NOT_WORK) | name.rows(
-        np.fromiter((v.startswith(DYNAMO_REGION_PREFIX) for v in values), bool)
-    )
-    wrapper = name.isin(DISPATCH_WRAPPERS) & ~index.is_leaf
-    graph = name.rows(np.fromiter((v.startswith(COMPILED_GRAPH_PREFIX) for v in values), bool))
-    kernel = name.rows(np.fromiter((_is_generated(v) for v in values), bool)) & index.in_tree
-    tp = index.tree_parent
-    has_kernel = np.zeros(index.n, dtype=bool)
-    has_kernel[tp[kernel & (tp >= 0)]] = True
+
+    def named(test: Callable[[str], bool]) -> np.ndarray:
+        return name.rows(np.fromiter((test(v) for v in values), dtype=bool, count=len(values)))
+
+    skip = named(lambda v: v in _NOT_WORK or v.startswith(DYNAMO_REGION_PREFIX))
+    wrapper = named(lambda v: v in DISPATCH_WRAPPERS) & ~is_leaf
+    kernel = named(_is_generated) & nodes
+    has_kernel = np.zeros(len(nodes), dtype=bool)
+    has_kernel[parent[kernel & (parent >= 0)]] = True
+    graph = named(lambda v: v.startswith(COMPILED_GRAPH_PREFIX))
     compiled = kind.eq("annotation") & graph & ~has_kernel
-    return np.asarray(index.in_tree & (kind.eq("op") | compiled) & ~skip & ~wrapper, dtype=bool)
+    return np.asarray(nodes & (kind.eq("op") | compiled) & ~skip & ~wrapper, dtype=bool)
 
 
 def host_execution(ops: pa.Table) -> pa.Table:

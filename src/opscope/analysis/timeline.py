@@ -57,6 +57,12 @@ class TimelineSummary:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def work_us(self) -> float:
+        """The compute union the overlap is measured against (``compute_work_us``), else
+        ``compute_us`` (a timeline from before it was kept)."""
+        return float(self.compute_work_us if self.compute_work_us is not None else self.compute_us)
+
 
 def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSummary:
     ev = trace.events if events is None else events

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import orjson
@@ -26,6 +26,8 @@ from opscope.trace.arrays import bools, ints
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+_T = TypeVar("_T")
 
 # The keys :func:`arg_values` reads, in the order of :class:`ArgValues`' columns
 ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
@@ -55,13 +57,7 @@ def arg_values(args: pa.ChunkedArray | pa.Array, rows: np.ndarray | None) -> Arg
     have none).  ``dims``/``types`` are what :func:`shape_texts` gives; ``strides``/``concrete``
     the values of those keys in the texts with ``"Input Dims"``.  Slices of at most
     ``_PIECE_ROWS`` texts run side by side on threads (the passes release the GIL)."""
-    pieces = _pieces(args, rows)
-    workers = min(len(pieces), os.cpu_count() or 1, _MAX_THREADS)
-    if workers > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            done = list(pool.map(lambda p: _arg_piece(*p), pieces))
-    else:
-        done = [_arg_piece(*p) for p in pieces]
+    done = _map_pieces(_arg_piece, _pieces(args, rows))
     if not done:
         empty = pa.chunked_array([], pa.dictionary(pa.int32(), pa.string()))
         return ArgValues(np.zeros(0, dtype=bool), empty, empty, empty, empty)
@@ -81,6 +77,19 @@ def _pieces(
             pieces.append((piece, None if rows is None else rows[at : at + len(piece)]))
             at += len(piece)
     return pieces
+
+
+def _map_pieces(
+    fn: Callable[[pa.Array, np.ndarray | None], _T],
+    pieces: list[tuple[pa.Array, np.ndarray | None]],
+) -> list[_T]:
+    """``fn`` of each piece, in order; the passes release the GIL, so pieces run side by
+    side on threads (as the ingest's runs do)."""
+    workers = min(len(pieces), os.cpu_count() or 1, _MAX_THREADS)
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(lambda p: fn(*p), pieces))
+    return [fn(*p) for p in pieces]
 
 
 def _spread(values: pa.Array, has: np.ndarray) -> pa.Array:
@@ -163,14 +172,7 @@ def _shapes_of(
 ) -> tuple[np.ndarray, pa.ChunkedArray, pa.ChunkedArray]:
     """:func:`shape_texts` as (mask of the rows with ``"Input Dims"``, their dims, their
     types): the values of those rows only, in row order."""
-    pieces = _pieces(args, rows)
-    # the passes release the GIL: slices run side by side, as the ingest's runs do
-    workers = min(len(pieces), os.cpu_count() or 1, _MAX_THREADS)
-    if workers > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            done = list(pool.map(lambda p: _shape_piece(*p), pieces))
-    else:
-        done = [_shape_piece(*p) for p in pieces]
+    done = _map_pieces(_shape_piece, _pieces(args, rows))
     return (
         np.concatenate([h for h, _, _ in done]) if done else np.zeros(0, dtype=bool),
         pa.chunked_array([d for _, d, _ in done], pa.string()),
