@@ -18,7 +18,6 @@ Definitions (per rank, over the analysed window):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,7 +29,6 @@ from opscope.trace.arrays import member
 from opscope.trace.commnames import collective_of_host_op, is_host_comm
 
 if TYPE_CHECKING:
-    from opscope.trace.arrays import Codes
     from opscope.trace.index import EventIndex
 
 # Host-side ops that issue or wait for communication: not compute (with every name that
@@ -66,12 +64,6 @@ def figures(
     )
 
 
-def _named(codes: Codes, test: Callable[[str], bool]) -> np.ndarray:
-    """Rows whose string passes ``test`` (evaluated once per distinct value)."""
-    hit = np.fromiter((test(str(v)) for v in codes.values), dtype=bool, count=len(codes.values))
-    return codes.rows(hit)
-
-
 def _comm_op(name: str) -> bool:
     return name.startswith(HOST_COMM_OPS) or collective_of_host_op(name) is not None
 
@@ -84,13 +76,13 @@ def host_comm_rows(index: EventIndex, rows: np.ndarray) -> tuple[np.ndarray, np.
     (:data:`HOST_COMM_OPS` and the collectives commnames names)."""
     name = index.name
     framework = index.is_framework[rows]
-    work = rows[framework & _named(name, is_host_comm)[rows]]
+    work = rows[framework & name.passing(is_host_comm)[rows]]
     backend_threads = np.unique(index.thread[work])
     computing = index.memo("analysis.host_work", lambda: host_work(index))
     compute = (
         framework
         & computing[rows]
-        & ~_named(name, _comm_op)[rows]
+        & ~name.passing(_comm_op)[rows]
         & ~member(index.thread[rows], backend_threads)
     )
     return work, rows[compute]

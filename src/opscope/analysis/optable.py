@@ -19,7 +19,6 @@ A table therefore never shows silently empty device columns.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -327,11 +326,7 @@ def _own_work(
 ) -> np.ndarray:
     """:func:`is_host_work`'s rule over rows given as name and kind codes, leafness, the
     op-tree parent row and the rows that are op-tree nodes; each name tested once."""
-    values = [str(v) for v in name.values]
-
-    def named(test: Callable[[str], bool]) -> np.ndarray:
-        return name.rows(np.fromiter((test(v) for v in values), dtype=bool, count=len(values)))
-
+    named = name.passing
     skip = named(lambda v: v in _NOT_WORK or v.startswith(DYNAMO_REGION_PREFIX))
     wrapper = named(lambda v: v in DISPATCH_WRAPPERS) & ~is_leaf
     kernel = named(_is_generated) & nodes

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 
 def ints(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
@@ -187,6 +187,11 @@ class Codes:
         ext[:-1] = value_mask
         ext[-1] = null
         return np.asarray(ext[self.codes], dtype=bool)
+
+    def passing(self, test: Callable[[str], bool]) -> np.ndarray:
+        """Rows whose string passes ``test``, evaluated once per distinct value (nulls: no)."""
+        hit = np.fromiter((test(str(v)) for v in self.values), dtype=bool, count=len(self.values))
+        return self.rows(hit)
 
     def code(self, value: str) -> int:
         """The code of ``value``, -1 when no row holds it."""
