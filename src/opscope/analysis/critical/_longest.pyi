@@ -1,0 +1,3 @@
+from typing import Any
+
+def longest(src: Any, dst: Any, weight: Any, dist: Any, pred: Any, /) -> int: ...
