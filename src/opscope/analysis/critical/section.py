@@ -1,0 +1,298 @@
+"""The report's ``critical_path`` section of one rank, what-if projections and finding savings.
+
+``critical_path`` (one rank; a job's is built by :mod:`.job` with the same keys)::
+
+    {"scope": "rank", "rank", "length_us", "wall_us", "bound_by_us": {label: us, ...},
+     "steps": [{"step", "rank", "length_us", "wall_us", "bound_by_us"}],
+     "segments": [{"rank", "label", "name", "event_id", "start_ns", "dur_us"}],
+     "top": [{"label", "name", "dur_us", "pieces"}], "nodes", "edges", "method"}
+
+``length_us`` is the whole window's path; ``wall_us`` the window's span (first to last event
+on the path's clock), so ``wall_us - length_us`` is time no traced work accounts for.
+``segments`` is every piece of the window's path in order; ``top`` sums them per (label, name).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from opscope.analysis.critical.graph import LABELS, SPAN, SPLIT, Graph, build, under
+from opscope.analysis.critical.path import Path, segments, solve, step_paths
+
+if TYPE_CHECKING:
+    from opscope.trace.index import EventIndex
+    from opscope.trace.model import Trace
+
+TOP = 10
+METHOD = (
+    "longest path through the window's dependency graph (host call order, launches, device "
+    "streams, syncs, cross-stream waits, collectives); see docs/critical-path.md"
+)
+
+
+def _us(ns: float) -> float:
+    return round(float(ns) / 1000.0, 3)
+
+
+def bound_by_us(by_label: Mapping[str, int]) -> dict[str, float]:
+    """Every label's time in µs (labels in their fixed order)."""
+    return {k: _us(by_label.get(k, 0)) for k in LABELS}
+
+
+def host_links(trace: Trace, records: Sequence[Mapping[str, Any]]) -> dict[int, int]:
+    """``{gloo range row: its host call's row}`` from a rank's collective records: the work
+    of a CPU backend that runs on its own thread (a framework range, not the call itself)."""
+    idx = trace.index
+    out: dict[int, int] = {}
+    for rec in records:
+        work = rec.get("work_event_ids") or []
+        call = rec.get("event_id")
+        if not work or call is None:
+            continue
+        rows = idx.rows_of(np.asarray([int(call), *[int(w) for w in work]], dtype=np.int64))
+        c = int(rows[0])
+        for w in rows[1:].tolist():
+            if w >= 0 and c >= 0 and w != c and idx.is_framework[w]:
+                out[int(w)] = c
+    return out
+
+
+def rank_graph(
+    trace: Trace,
+    steps: tuple[int, int] | None,
+    records: Sequence[Mapping[str, Any]] = (),
+    waits: Mapping[int, int] | None = None,
+) -> Graph:
+    """The graph of one rank's window (kept on the index for the same window and waits).
+    ``waits``: ``{row of a collective's first work: its wait in ns}`` (from a job's match)."""
+    idx = trace.index
+    key = f"critical.graph:{steps}:{hash(tuple(sorted((waits or {}).items())))}"
+    rank = int(trace.meta.ranks[0]) if trace.meta.ranks else 0
+
+    def make() -> Graph:
+        window = idx.in_steps(steps) if steps is not None else None
+        return build(
+            idx,
+            window,
+            comm_work=dict(waits or {}),
+            host_links=host_links(trace, records),
+            rank=rank,
+        )
+
+    graph: Graph = idx.memo(key, make)
+    return graph
+
+
+def _wall(graph: Graph, path: Path) -> int:
+    if not len(path.edges):
+        return 0
+    t = graph.time
+    return int(t[graph.dst[path.edges[-1]]] - t[graph.src[path.edges[0]]])
+
+
+def _top(segs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    agg: dict[tuple[str, str | None], list[float]] = {}
+    for s in segs:
+        a = agg.setdefault((s["label"], s["name"]), [0.0, 0])
+        a[0] += s["dur_us"]
+        a[1] += 1
+    rows = sorted(agg.items(), key=lambda kv: (-kv[1][0], kv[0][0], str(kv[0][1])))[:TOP]
+    return [
+        {"label": lab, "name": name, "dur_us": round(v[0], 3), "pieces": int(v[1])}
+        for (lab, name), v in rows
+    ]
+
+
+def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
+    """The profiler step of each node's event (-1 none)."""
+    return np.asarray(idx.step[graph.row], dtype=np.int64)
+
+
+def section(
+    trace: Trace,
+    graph: Graph,
+    weight: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """The ``critical_path`` section of one rank (see the module docstring)."""
+    idx = trace.index
+    path = solve(graph, weight)
+    segs = segments(graph, path, idx, weight)
+    per_step = step_paths(graph, node_steps(idx, graph), weight)
+    steps = [
+        {
+            "step": s,
+            "rank": graph.rank,
+            "length_us": _us(p.length_ns),
+            "wall_us": _us(_wall(graph, p)),
+            "bound_by_us": bound_by_us(p.by_label),
+        }
+        for s, p in sorted(per_step.items())
+    ]
+    return {
+        "scope": "rank",
+        "rank": graph.rank,
+        "length_us": _us(path.length_ns),
+        "wall_us": _us(_wall(graph, path)),
+        "bound_by_us": bound_by_us(path.by_label),
+        "steps": steps,
+        "segments": segs,
+        "top": _top(segs),
+        "nodes": graph.n_nodes,
+        "edges": graph.n_edges,
+        "method": METHOD,
+    }
+
+
+# -- what-if -----------------------------------------------------------------------------------
+
+_SPEC = re.compile(r"^\s*(?P<name>.+?)\s*=\s*(?P<factor>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*$")
+
+
+class WhatIfError(ValueError):
+    """A what-if spec that cannot be read or names nothing in the trace."""
+
+
+def parse_what_if(spec: str) -> list[tuple[str, float]]:
+    """``"aten::mul=0.5,launch_overhead=0"`` -> ``[("aten::mul", 0.5), ...]``.  A factor
+    scales the time of what the name selects (0: gone, 1: unchanged, 2: twice as long)."""
+    out: list[tuple[str, float]] = []
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        m = _SPEC.match(part)
+        if m is None:
+            raise WhatIfError(
+                f"what-if {part.strip()!r}: expected NAME=FACTOR (e.g. aten::mul=0.5, "
+                "launch_overhead=0)"
+            )
+        factor = float(m.group("factor"))
+        if not math.isfinite(factor) or factor < 0:
+            raise WhatIfError(f"what-if {part.strip()!r}: the factor must be a number >= 0")
+        out.append((m.group("name"), factor))
+    if not out:
+        raise WhatIfError("what-if: nothing to change (expected NAME=FACTOR[,NAME=FACTOR...])")
+    return out
+
+
+def scaled_weights(
+    idx: EventIndex, graph: Graph, changes: Sequence[tuple[str, float]]
+) -> np.ndarray:
+    """The graph's weights with each change applied.  A name is a label (every piece of that
+    label), else an event name: an op's device work (the kernels it and the ops under it
+    launched; its host time where it launched none), or a kernel's own time."""
+    w = graph.weight.astype(np.float64)
+    span_like = np.isin(graph.kind, _SPAN_KINDS)
+    for name, factor in changes:
+        if name in LABELS:
+            sel = graph.label == LABELS.index(name)
+        else:
+            named = idx.name.eq(name)
+            if not named.any():
+                raise WhatIfError(f"what-if: no event named {name!r} in the trace")
+            rows = under(idx, named & idx.is_framework) | (named & idx.is_device)
+            device = rows & idx.is_device
+            at = np.maximum(graph.edge_row, 0)
+            if (device & idx.is_work).any():
+                sel = device[at] & span_like & (graph.edge_row >= 0)
+            else:
+                sel = rows[at] & (graph.edge_row >= 0) & (graph.label >= 0)
+        w = np.where(sel, w * factor, w)
+    return np.rint(w).astype(np.int64)
+
+
+_SPAN_KINDS = (SPAN, SPLIT)
+
+
+def what_if(trace: Trace, graph: Graph, spec: str) -> dict[str, Any]:
+    """The path recomputed with the spec's changes: ``{"spec", "changes", "length_us",
+    "projected_us", "saved_us", "bound_by_us", "steps": [{"step", "length_us",
+    "projected_us", "saved_us"}]}``."""
+    idx = trace.index
+    changes = parse_what_if(spec)
+    w = scaled_weights(idx, graph, changes)
+    base, new = solve(graph), solve(graph, w)
+    ns = node_steps(idx, graph)
+    b_steps, n_steps = step_paths(graph, ns), step_paths(graph, ns, w)
+    return {
+        "spec": spec,
+        "changes": [{"name": n, "factor": f} for n, f in changes],
+        "length_us": _us(base.length_ns),
+        "projected_us": _us(new.length_ns),
+        "saved_us": _us(base.length_ns - new.length_ns),
+        "bound_by_us": bound_by_us(new.by_label),
+        "steps": [
+            {
+                "step": s,
+                "length_us": _us(b_steps[s].length_ns),
+                "projected_us": _us(n_steps[s].length_ns),
+                "saved_us": _us(b_steps[s].length_ns - n_steps[s].length_ns),
+            }
+            for s in sorted(b_steps)
+            if s in n_steps
+        ],
+    }
+
+
+# -- what each finding would save ----------------------------------------------------------------
+
+# findings whose waste is the time between events (gaps), not the events' own time
+_WINDOW_KINDS = frozenset({"idle_gaps", "launch_bound"})
+
+
+def finding_savings(
+    trace: Trace, graph: Graph, findings: Sequence[Mapping[str, Any]]
+) -> list[float]:
+    """For each finding, ``step_savings_us``: the most its fix can shorten the window's path,
+    i.e. its ``time_at_stake_us`` capped by the path time it accounts for.  That path time is
+    the path's pieces attributed to the finding's evidence events (and the ops under them and
+    the device work they launched); for gaps (idle device, launch-bound), the path's pieces
+    inside the evidence time ranges.  A finding with no evidence keeps its time at stake."""
+    idx = trace.index
+    path = solve(graph)
+    e = path.edges
+    e = e[(graph.weight[e] > 0) & (graph.label[e] >= 0)]
+    rows, w = graph.edge_row[e], graph.weight[e]
+    t0, t1 = graph.time[graph.src[e]], graph.time[graph.dst[e]]
+    out: list[float] = []
+    for f in findings:
+        at_stake = float(f.get("time_at_stake_us") or 0.0)
+        ev = f.get("evidence") or []
+        ids = [int(i) for x in ev for i in (x.get("event_ids") or [])]
+        ranges = [
+            (int(x["start_ns"]), int(x["end_ns"]))
+            for x in ev
+            if x.get("start_ns") is not None and x.get("end_ns") is not None
+        ]
+        if str(f.get("kind")) in _WINDOW_KINDS and ranges:
+            on = 0.0
+            for a, b in ranges:
+                on += float(np.clip(np.minimum(t1, b) - np.maximum(t0, a), 0, None).sum())
+        elif ids:
+            r = idx.rows_of(np.asarray(ids, dtype=np.int64))
+            mark = np.zeros(idx.n, dtype=bool)
+            mark[r[r >= 0]] = True
+            mark = under(idx, mark)
+            on = float(w[(rows >= 0) & mark[np.maximum(rows, 0)]].sum())
+        else:
+            out.append(round(at_stake, 3))
+            continue
+        out.append(round(min(at_stake, on / 1000.0), 3))
+    return out
+
+
+__all__ = [
+    "WhatIfError",
+    "bound_by_us",
+    "finding_savings",
+    "host_links",
+    "parse_what_if",
+    "rank_graph",
+    "scaled_weights",
+    "section",
+    "what_if",
+]
