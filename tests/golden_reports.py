@@ -33,9 +33,12 @@ GOLDEN = ROOT / "tests" / "golden"
 # event ids: positions in the event table, not results
 IGNORED_KEYS = frozenset({"event_ids", "event_id", "first_event_id", "ids"})
 # top-level sections the rework added on purpose (nothing the goldens hold may change)
-NEW_SECTIONS = frozenset({"neuron", "distributed"})
+NEW_SECTIONS = frozenset({"neuron", "distributed", "critical_path"})
 # finding rules added since: their findings are left out (the others renumbered) before comparing
 NEW_FINDING_KINDS = frozenset({"comm_exposed", "comm_bandwidth"})
+# keys added since to each finding (the critical path's bound on what its fix saves)
+NEW_FINDING_KEYS = frozenset({"step_savings_us"})
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 # keys added since to the ``summary`` sections (communication overlap)
 NEW_SUMMARY_KEYS = frozenset({"exposed_comm_us", "overlap_share", "compute_work_us"})
 
@@ -108,10 +111,23 @@ def report_of(rel: str) -> dict[str, Any] | None:
 
 
 def without_new_findings(doc: Any) -> Any:
-    """``doc`` without the findings of ``NEW_FINDING_KINDS``, the others renumbered F1, F2..."""
+    """``doc`` without the findings of ``NEW_FINDING_KINDS``, the others without the keys added
+    since (``NEW_FINDING_KEYS``), put in the goldens' order (by time at stake: findings are now
+    ranked by the step time they save on the critical path) and renumbered F1, F2..."""
     if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
         return doc
-    kept = [dict(f) for f in doc["findings"] if f.get("kind") not in NEW_FINDING_KINDS]
+    kept = [
+        {k: v for k, v in f.items() if k not in NEW_FINDING_KEYS}
+        for f in doc["findings"]
+        if f.get("kind") not in NEW_FINDING_KINDS
+    ]
+    kept.sort(
+        key=lambda f: (
+            -float(f.get("time_at_stake_us") or 0.0),
+            SEVERITY_ORDER.get(str(f.get("severity")), 9),
+            str(f.get("title", "")),
+        )
+    )
     for i, f in enumerate(kept, 1):
         if "id" in f:
             f["id"] = f"F{i}"

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from opscope.analysis.findings.base import rank_key
+from opscope.analysis.findings.base import finding_key
 from opscope.analysis.kernels import KernelRow
 from opscope.analysis.optable import OpRow, OpTable
 from opscope.analysis.peaks import DevicePeaks
@@ -285,16 +285,7 @@ def merge_findings(
     for rr in ranks:
         for f in rr.findings:
             found.append({**f, "rank": rr.rank, "rank_finding_id": f.get("id")})
-    found.sort(
-        key=lambda f: (
-            *rank_key(
-                float(f.get("time_at_stake_us", 0.0)),
-                str(f.get("severity")),
-                str(f.get("title", "")),
-            ),
-            -1 if f.get("rank") is None else int(f["rank"]),
-        )
-    )
+    found.sort(key=lambda f: (*finding_key(f), -1 if f.get("rank") is None else int(f["rank"])))
     for i, f in enumerate(found, 1):
         f["id"] = f"F{i}"
     return found
@@ -367,7 +358,15 @@ def rank_summary(rr: RankReport) -> dict[str, Any]:
         "top_findings": [f.get("title") for f in rr.findings[:3]],
         "top_ops": top,
         "collectives": len(rr.collectives),
+        "critical_path": _path_line(rr.extra.get("critical_path")),
     }
+
+
+def _path_line(cp: Any) -> dict[str, Any] | None:
+    """A rank's critical path in short: its length and time per label."""
+    if not isinstance(cp, dict):
+        return None
+    return {"length_us": cp.get("length_us"), "bound_by_us": cp.get("bound_by_us")}
 
 
 __all__ = [

@@ -47,15 +47,12 @@ MIN_WALL_SHARE = 0.01
 
 
 def rerank(found: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Findings ranked by the rules' key and numbered F1, F2, ... anew."""
-    from opscope.analysis.findings.base import rank_key
+    """Findings ranked (:func:`~opscope.analysis.findings.base.finding_key`: step savings, then
+    time at stake) and numbered F1, F2, ... anew."""
+    from opscope.analysis.findings.base import finding_key
 
     out = [dict(f) for f in found]
-    out.sort(
-        key=lambda f: rank_key(
-            float(f.get("time_at_stake_us", 0.0)), str(f.get("severity")), str(f.get("title", ""))
-        )
-    )
+    out.sort(key=finding_key)
     for i, f in enumerate(out, 1):
         f["id"] = f"F{i}"
     return out

@@ -19,6 +19,8 @@ import orjson
 from opscope.analysis import clocks, job
 from opscope.analysis.collective_match import match_collectives, stragglers
 from opscope.analysis.collectives import collective_records
+from opscope.analysis.critical import section as critical
+from opscope.analysis.critical.job import job_critical_path
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.job import RankReport
@@ -219,13 +221,22 @@ def merge(
     return report
 
 
-def _distributed(ranks: list[RankReport]) -> dict[str, Any]:
-    """The ``distributed`` section of a job: its ranks' collectives matched into instances."""
+def _matched(
+    ranks: list[RankReport],
+) -> tuple[dict[int, list[dict[str, Any]]], list[dict[str, Any]], list[str], dict[str, Any]]:
+    """The ranks' collective records (on one clock where the data support it), matched:
+    ``(records, instances, warnings, clock)``."""
     records = {r.rank: r.collectives for r in ranks}
     clock = clocks.estimate(records)
     if clock["applied"]:
         records = clocks.corrected(records, clock["offsets_us"])
     instances, warnings = match_collectives(records)
+    return records, instances, warnings, clock
+
+
+def _distributed(ranks: list[RankReport]) -> dict[str, Any]:
+    """The ``distributed`` section of a job: its ranks' collectives matched into instances."""
+    _records, instances, warnings, clock = _matched(ranks)
     late = [{**s, "cause": straggler_cause(int(s["rank"]), ranks)} for s in stragglers(instances)]
     return distributed_section(ranks, instances, late, warnings, clock=clock)
 
@@ -331,6 +342,13 @@ def _analyze_rank(
         extra = comm_bandwidth(section, report.timeline.wall_us, report.collectives)
         if extra and findings:
             report.findings = rerank([*report.findings, *extra])
+    graph = critical.rank_graph(trace, steps, report.collectives)
+    report.extra["critical_path"] = critical.section(trace, graph)
+    if findings and report.findings:
+        saved = critical.finding_savings(trace, graph, report.findings)
+        for f, s in zip(report.findings, saved, strict=True):
+            f["step_savings_us"] = s
+        report.findings = rerank(report.findings)
     if trace.neuron is not None and trace.device.kind == "neuron":
         from opscope.analysis.neuron_engines import neuron_engines
 
@@ -364,6 +382,7 @@ def analyze(
     reason = not_one_job(trace)
     if reason is not None:
         raise OpscopeError(reason)
+    traces = rank_traces(trace)
     parts = [
         rank_report(
             _analyze_rank(
@@ -371,9 +390,19 @@ def analyze(
             ),
             t.meta.ranks[0],
         )
-        for t in rank_traces(trace)
+        for t in traces
     ]
+    # the job's critical path needs the ranks' events: it is joined here, not in the merge
+    records, instances, _w, _c = _matched(parts)
+    job_path, rank_paths = job_critical_path(
+        {int(t.meta.ranks[0]): t for t in traces}, records, instances, steps
+    )
+    for part in parts:
+        if part.rank in rank_paths:
+            part.extra["critical_path"] = rank_paths[part.rank]
     report = merge(parts, trace=trace, window_steps=steps, run_info=run_info)
+    if job_path is not None:
+        report.extra["critical_path"] = job_path
     if report.job is not None:  # what ingestion noticed is the whole trace's
         report.job["source"]["warnings"] = list(trace.meta.warnings)
         report.job["source"]["skipped"] = dict(trace.meta.skipped)

@@ -13,7 +13,7 @@ gives (:func:`severity_of`), the boilerplate every rule would otherwise repeat.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,16 @@ def rank_key(time_at_stake_us: float, severity: str, title: str) -> tuple[float,
 
 
 _SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+def finding_key(f: Mapping[str, Any]) -> tuple[float, float, int, str]:
+    """How finding dicts are ranked: most step time saved first (``step_savings_us``, the
+    critical path's bound on what the fix saves; the time at stake where it is not known),
+    then :func:`rank_key`."""
+    at_stake = float(f.get("time_at_stake_us") or 0.0)
+    savings = f.get("step_savings_us")
+    first = at_stake if savings is None else float(savings)
+    return (-first, *rank_key(at_stake, str(f.get("severity")), str(f.get("title", ""))))
 
 
 @dataclass
