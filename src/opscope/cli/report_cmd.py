@@ -11,7 +11,8 @@ HELP = "analyse a trace file, run folder or folder of ranks"
 DESCRIPTION = """\
 Analyse a trace (Kineto JSON, .json.gz, a run folder, or a folder of per-rank traces): the
 key-averages op table (calls, CPU self/total, device self/total, share), the device kernels,
-the timeline summary (busy/idle) and the findings, ranked by time at stake.
+the timeline summary (busy/idle), the critical path (what bounds each step: host, device,
+launches, syncs, a peer rank) and the findings, ranked by the step time their fix can save.
 
 By default the whole trace is the window; --steps 2:4 selects profiler steps 2 to 4 inclusive.
 Each op also gets FLOPs, bytes and a roofline bound (compute, memory or overhead) against the
@@ -23,6 +24,9 @@ examples:
   opscope report trace.json.gz --format html -o report.html
   opscope report trace.json.gz --format json --steps 3:3 | jq '.ops[:5]'
   opscope report trace.json.gz --roofline
+  opscope report trace.json.gz --critical-path
+  opscope report trace.json.gz --what-if "aten::mul=0.5"
+  opscope report ranks/ --format json | jq '.critical_path.bound_by_us'
 """
 
 FORMATS = ("text", "json", "md", "html")
@@ -42,6 +46,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peaks", metavar="FILE", help="JSON file overriding device peaks")
     p.add_argument(
         "--rank", type=int, metavar="N", help="a job's rank N only (default: every rank)"
+    )
+    p.add_argument(
+        "--critical-path",
+        action="store_true",
+        help="print the critical path in full: breakdown, per step, biggest pieces (text format)",
+    )
+    p.add_argument(
+        "--what-if",
+        metavar="NAME=FACTOR",
+        help="project the critical path with some time scaled, e.g. 'aten::mul=0.5' (an op's "
+        "device time halved) or 'launch_overhead=0'; several separated by commas",
     )
     p.add_argument(
         "--no-cache", action="store_true", help="re-read the trace, bypassing the ingest cache"
@@ -73,11 +88,16 @@ def run(args: argparse.Namespace) -> int:
     if args.peaks and not Path(args.peaks).is_file():
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
     prepare(args.path, command="report")
-    opened = Workspace().open(
+    workspace = Workspace()
+    opened = workspace.open(
         Path(args.path), steps=steps, cache=not args.no_cache, peaks=args.peaks, rank=args.rank
     )
     report = opened.report
     data = opened.data
+    answer = None
+    if args.what_if is not None:
+        answer = workspace.what_if(args.what_if)
+        data = {**data, "what_if": answer}
     if args.format == "text" and args.output is None:
         from rich.console import Console
 
@@ -86,7 +106,14 @@ def run(args: argparse.Namespace) -> int:
         console = Console()
         if not console.is_terminal:
             console = Console(width=100)
-        render_to(console, data, args.top)
+        render_to(console, data, args.top, critical_path=args.critical_path)
+        if answer is not None:
+            from rich.markup import escape
+
+            from opscope.render.text_critical import what_if_lines
+
+            for line in what_if_lines(answer):
+                console.print(escape(line))
         if args.roofline and data.get("roofline"):
             from opscope.render.roofline import render_text
 
@@ -109,7 +136,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         from opscope.render import text as text_renderer
 
-        text = text_renderer.render(data, top=args.top)
+        text = text_renderer.render(data, top=args.top, critical_path=args.critical_path)
+        if answer is not None:
+            from opscope.render.text_critical import what_if_lines
+
+            text += "\n".join(what_if_lines(answer)) + "\n"
         if args.roofline and data.get("roofline"):
             from opscope.render.roofline import render_text
 

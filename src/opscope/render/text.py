@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from opscope.render import text_distributed
+from opscope.render import text_critical, text_distributed
 from opscope.render.fmt import pct, truncate, us
 
 EXTENSION = ".txt"
@@ -110,7 +110,10 @@ def ranks_table(data: dict[str, Any], top: int = 20) -> Table | None:
     return t
 
 
-def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
+def render_to(
+    console: Console, data: dict[str, Any], top: int = 20, *, critical_path: bool = False
+) -> None:
+    """The report on a console; ``critical_path``: the path's full view, not its short block."""
     dev = data["device"]
     src = data["source"]
     s = data["summary"]
@@ -128,6 +131,12 @@ def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
     comm = text_distributed.summary_line(data)
     if comm is not None:
         console.print(comm)
+    path = text_critical.summary_line(data)
+    if path is not None:
+        console.print(escape(path))
+        if not critical_path:
+            for line in text_critical.top_pieces(data):
+                console.print(f"[dim]  {escape(line)}[/dim]")
     ranks = ranks_table(data, top)
     if ranks is not None:
         console.print(
@@ -141,6 +150,9 @@ def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
         console.print(ranks)
     for table in text_distributed.tables(data, top):
         console.print(table)
+    if critical_path:
+        for table in text_critical.tables(data, top, name_width=max(16, width - 40)):
+            console.print(table)
     console.print(ops_table(data, top, name_width=max(16, width - 74)))
     if data["kernels"]:
         console.print(kernels_table(data, min(top, 10), name_width=max(16, width - 66)))
@@ -149,21 +161,29 @@ def render_to(console: Console, data: dict[str, Any], top: int = 20) -> None:
         console.print(neuron)
     findings = data.get("findings") or []
     if findings:
-        console.print("[bold]Findings[/bold] (ranked by time at stake)")
+        console.print(
+            "[bold]Findings[/bold] (ranked by the step time their fix can save on the "
+            "critical path, then time at stake)"
+        )
         styles = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
         for f in findings[:top]:
             sev = str(f.get("severity", ""))
-            line = Text("• ")
-            line.append(f"{sev:<6}", style=styles.get(sev, ""))
+            entry = Text("• ")
+            entry.append(f"{sev:<6}", style=styles.get(sev, ""))
             if f.get("rank") is not None:  # a job's finding: whose rank
-                line.append(f" [rank {f['rank']}]")
-            line.append(f" {f['title']}", style="bold")
-            line.append(f" — {us(f.get('time_at_stake_us'))} at stake. ")
-            line.append(str(f.get("recommendation", "")))
-            console.print(line)
+                entry.append(f" [rank {f['rank']}]")
+            entry.append(f" {f['title']}", style="bold")
+            entry.append(f" — {us(f.get('time_at_stake_us'))} at stake")
+            if f.get("step_savings_us") is not None:
+                entry.append(f", saves ≤ {us(f['step_savings_us'])} of the path")
+            entry.append(". ")
+            entry.append(str(f.get("recommendation", "")))
+            console.print(entry)
 
 
-def render(data: dict[str, Any], width: int = 100, top: int = 20) -> str:
+def render(
+    data: dict[str, Any], width: int = 100, top: int = 20, *, critical_path: bool = False
+) -> str:
     console = Console(record=True, width=width, file=io.StringIO())
-    render_to(console, data, top)
+    render_to(console, data, top, critical_path=critical_path)
     return console.export_text()

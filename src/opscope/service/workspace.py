@@ -279,6 +279,18 @@ class Workspace:
 
         return dependency_chain(self.get(handle).index, event_id)
 
+    def what_if(self, spec: str, handle: str | None = None) -> dict[str, Any]:
+        """The critical path recomputed with ``spec``'s changes (``"aten::mul=0.5"``,
+        ``"launch_overhead=0"``; see :mod:`opscope.service.whatif`): the path length now and
+        projected, per step; a job answers per rank (each rank's own path)."""
+        from opscope.analysis.critical.section import WhatIfError
+        from opscope.service.whatif import what_if
+
+        try:
+            return what_if(self.analysis(handle), spec)
+        except WhatIfError as exc:
+            raise ServiceError(str(exc)) from None
+
     def collective(self, event_id: int, handle: str | None = None) -> dict[str, Any]:
         """The collective an event belongs to, across the ranks of the job.
 
