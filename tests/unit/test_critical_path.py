@@ -1,0 +1,356 @@
+"""The critical path on hand-built traces: each edge kind decides the path in one case, with
+the length and the time per label computed by hand (times in µs, as the documents give them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from opscope.analysis.critical.graph import LABELS, build
+from opscope.analysis.critical.longest import CycleError, longest_paths, path_to
+from opscope.analysis.critical.section import (
+    WhatIfError,
+    finding_savings,
+    parse_what_if,
+    rank_graph,
+    section,
+    what_if,
+)
+from opscope.trace import Trace
+from test_findings_kit import Doc
+
+
+def cp(trace: Trace) -> dict[str, Any]:
+    return section(trace, rank_graph(trace, None))
+
+
+def bound(sec: dict[str, Any]) -> dict[str, float]:
+    return {k: v for k, v in sec["bound_by_us"].items() if v}
+
+
+# -- the longest path itself ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_longest_paths_by_hand(native: bool) -> None:
+    # 0 -> 1 (5) -> 3 (1); 0 -> 2 (2) -> 3 (10); 4 alone
+    src = np.array([0, 1, 0, 2])
+    dst = np.array([1, 3, 2, 3])
+    w = np.array([5, 1, 2, 10])
+    dist, pred = longest_paths(src, dst, w, 5, native=native)
+    assert dist.tolist() == [0, 5, 2, 12, 0]
+    assert path_to(3, pred, src).tolist() == [2, 3]
+    assert pred[4] == -1
+
+
+def test_native_and_python_agree_on_random_dags() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.integers(2, 200))
+        m = int(rng.integers(1, 600))
+        a = rng.integers(0, n, m)
+        b = rng.integers(0, n, m)
+        keep = a != b
+        src, dst = np.minimum(a, b)[keep], np.maximum(a, b)[keep]  # forward only: a DAG
+        w = rng.integers(0, 1000, len(src))
+        d1, _p1 = longest_paths(src, dst, w, n, native=True)
+        d2, _p2 = longest_paths(src, dst, w, n, native=False)
+        assert d1.tolist() == d2.tolist()
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_cycle_is_refused(native: bool) -> None:
+    with pytest.raises(CycleError):
+        longest_paths(np.array([0, 1]), np.array([1, 0]), np.array([1, 1]), 2, native=native)
+
+
+def test_an_edge_outside_the_graph_is_refused() -> None:
+    with pytest.raises(ValueError, match="outside"):
+        longest_paths(np.array([0]), np.array([3]), np.array([1]), 2)
+
+
+# -- host threads -------------------------------------------------------------------------------
+
+
+def test_nested_host_ops_tile_their_parent() -> None:
+    d = Doc(gpu=False)
+    d.op("A", 0, 100)
+    d.op("B", 10, 30)
+    d.op("C", 50, 40)
+    sec = cp(d.trace())
+    assert sec["length_us"] == 100.0
+    assert bound(sec) == {"cpu": 100.0}
+    per = {}
+    for s in sec["segments"]:
+        per[s["name"]] = per.get(s["name"], 0.0) + s["dur_us"]
+    assert per == {"A": 30.0, "B": 30.0, "C": 40.0}  # A's own time: before, between, after
+
+
+def test_a_gap_between_top_level_ops_is_not_on_the_path() -> None:
+    d = Doc(gpu=False)
+    d.op("A", 0, 10)
+    d.op("B", 50, 10)
+    sec = cp(d.trace())
+    assert sec["length_us"] == 20.0
+    assert sec["wall_us"] == 60.0  # the window; the 40 µs gap is untraced
+
+
+def test_data_loading_is_labelled_under_the_loader() -> None:
+    d = Doc(gpu=False)
+    d.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 60)
+    d.op("aten::stack", 10, 40)
+    d.op("aten::mm", 70, 30)
+    sec = cp(d.trace())
+    assert bound(sec) == {"data_loading": 60.0, "cpu": 30.0}
+
+
+# -- launches, streams, syncs -------------------------------------------------------------------
+
+
+def test_a_launch_bound_kernel() -> None:
+    d = Doc()
+    d.op("aten::mul", 0, 100)
+    d.launch(10, 10, "k", 30, 170)
+    sec = cp(d.trace())
+    # 10 µs of the op, the launch delay from the call's start to the kernel's, the kernel
+    assert sec["length_us"] == 200.0
+    assert bound(sec) == {"cpu": 10.0, "launch_overhead": 20.0, "gpu_compute": 170.0}
+
+
+def test_a_queued_kernel_waits_for_the_one_before_it() -> None:
+    d = Doc()
+    d.op("aten::mul", 0, 40)
+    d.launch(10, 5, "k1", 30, 70)  # 30..100
+    d.launch(20, 5, "k2", 102, 48)  # launched long before k1 ended: queued, 2 µs gap
+    sec = cp(d.trace())
+    assert sec["length_us"] == 150.0
+    assert bound(sec) == {
+        "cpu": 10.0,
+        "launch_overhead": 20.0,
+        "gpu_compute": 118.0,
+        "kernel_kernel_gap": 2.0,
+    }
+
+
+def test_the_host_waits_for_the_device_at_a_sync() -> None:
+    d = Doc()
+    d.op("step", 0, 300)
+    d.launch(10, 10, "k", 30, 220)  # 30..250
+    d.runtime("cudaDeviceSynchronize", 40, 220)  # 40..260: waits for k
+    tr = d.trace()
+    sec = cp(tr)
+    # the path runs through the device, then the 10 µs the sync took to return, then the host
+    assert sec["length_us"] == 300.0
+    assert bound(sec) == {"cpu": 50.0, "launch_overhead": 20.0, "gpu_compute": 220.0, "sync": 10.0}
+    names = [s["name"] for s in sec["segments"]]
+    assert names.index("k") < names.index("cudaDeviceSynchronize")
+    # halving the kernel: 110 µs shorter, the path still on the device
+    w = what_if(tr, rank_graph(tr, None), "gpu_compute=0.5")
+    assert w["projected_us"] == 190.0 and w["saved_us"] == 110.0
+
+
+def test_without_the_device_the_sync_is_host_time_waiting() -> None:
+    d = Doc(gpu=False)
+    d.op("step", 0, 100)
+    d.runtime("cudaStreamSynchronize", 20, 60)
+    sec = cp(d.trace())
+    assert bound(sec) == {"cpu": 40.0, "sync": 60.0}
+
+
+def _event_sync_doc(wait_after_record: bool) -> Doc:
+    d = Doc()
+    d.op("step", 0, 400)
+    d.launch(10, 10, "k", 30, 200)  # 30..230
+    d.events.append(
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaEventRecord",
+            "pid": 1,
+            "tid": 1,
+            "ts": 25,
+            "dur": 2,
+            "args": {"correlation": 5000},
+        }
+    )
+    d.events.append(
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaEventSynchronize",
+            "pid": 1,
+            "tid": 1,
+            "ts": 40,
+            "dur": 200,
+            "args": {"correlation": 5001},
+        }
+    )
+    d.events.append(
+        {
+            "ph": "X",
+            "cat": "cuda_sync",
+            "name": "Event Sync",
+            "pid": 0,
+            "tid": 7,
+            "ts": 40,
+            "dur": 195,
+            "args": {
+                "correlation": 5001,
+                "cuda_sync_kind": "Event Sync",
+                "wait_on_stream": 7,
+                "wait_on_cuda_event_record_corr_id": 5000 if wait_after_record else 4999,
+            },
+        }
+    )
+    return d
+
+
+def test_an_event_sync_waits_for_the_recorded_work() -> None:
+    sec = cp(_event_sync_doc(True).trace())
+    # device: 10 + launch 20 + kernel 200, then the sync returns 10 µs later, host 160
+    assert bound(sec) == {"cpu": 170.0, "launch_overhead": 20.0, "gpu_compute": 200.0, "sync": 10.0}
+    assert sec["length_us"] == 400.0
+
+
+def test_an_event_sync_on_an_unknown_record_falls_back_to_the_host() -> None:
+    sec = cp(_event_sync_doc(False).trace())
+    # no awaited work is known: the call's whole span is time the host waited (sync)
+    assert sec["bound_by_us"]["sync"] == 200.0
+    assert sec["bound_by_us"]["gpu_compute"] == 0.0
+
+
+def test_a_cross_stream_wait_orders_the_waiting_stream() -> None:
+    d = Doc()
+    d.op("step", 0, 60)
+    d.launch(5, 5, "producer", 20, 300, stream=7)  # 20..320
+    d.events += [
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaEventRecord",
+            "pid": 1,
+            "tid": 1,
+            "ts": 12,
+            "dur": 2,
+            "args": {"correlation": 6000},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaStreamWaitEvent",
+            "pid": 1,
+            "tid": 1,
+            "ts": 15,
+            "dur": 2,
+            "args": {"correlation": 6001},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_sync",
+            "name": "Stream Wait Event",
+            "pid": 0,
+            "tid": 9,
+            "ts": 18,
+            "dur": 1,
+            "args": {
+                "correlation": 6001,
+                "cuda_sync_kind": "Stream Wait Event",
+                "wait_on_stream": 7,
+                "wait_on_cuda_event_record_corr_id": 6000,
+            },
+        },
+    ]
+    d.launch(20, 5, "consumer", 325, 50, stream=9)  # waits for producer: starts 5 µs after
+    sec = cp(d.trace())
+    assert sec["length_us"] == 375.0
+    assert bound(sec) == {
+        "cpu": 5.0,
+        "launch_overhead": 15.0,
+        "gpu_compute": 350.0,
+        "kernel_kernel_gap": 5.0,
+    }
+
+
+def test_a_blocking_copy_is_a_sync() -> None:
+    d = Doc()
+    d.op("aten::item", 0, 100)
+    d.launch(
+        10,
+        80,
+        "Memcpy DtoH (Device -> Pageable)",
+        30,
+        50,
+        cat="gpu_memcpy",
+        runtime="cudaMemcpyAsync",
+    )
+    sec = cp(d.trace())
+    # 10 cpu, launch 20, copy 50, the call returns 10 µs after the copy, 10 µs of the op
+    assert sec["length_us"] == 100.0
+    assert bound(sec) == {"cpu": 20.0, "launch_overhead": 20.0, "gpu_compute": 50.0, "sync": 10.0}
+
+
+def test_a_backward_thread_hands_back_to_the_caller() -> None:
+    d = Doc(gpu=False)
+    d.op("aten::mm", 0, 100, tid=1)  # forward on the main thread
+    d.op("autograd::engine::evaluate_function: MmBackward0", 110, 200, tid=2)
+    d.op("aten::add_", 320, 50, tid=1)  # optimizer after backward
+    sec = cp(d.trace())
+    # main 100, backward 200, main 50 (the gaps between them are no one's)
+    assert sec["length_us"] == 350.0
+
+
+def test_steps_each_get_their_own_path() -> None:
+    d = Doc(gpu=False)
+    d.step(1, 0, 100)
+    d.op("A", 10, 50)
+    d.step(2, 100, 100)
+    d.op("B", 110, 70)
+    sec = cp(d.trace())
+    assert [(s["step"], s["length_us"]) for s in sec["steps"]] == [(1, 50.0), (2, 70.0)]
+    assert set(sec["bound_by_us"]) == set(LABELS)
+
+
+# -- what-if and savings ------------------------------------------------------------------------
+
+
+def test_what_if_specs() -> None:
+    assert parse_what_if("aten::mul=0.5, launch_overhead=0") == [
+        ("aten::mul", 0.5),
+        ("launch_overhead", 0.0),
+    ]
+    for bad in ("aten::mul", "x=-1", "x=abc", " , "):
+        with pytest.raises(WhatIfError):
+            parse_what_if(bad)
+
+
+def test_what_if_an_op_scales_its_kernels_only() -> None:
+    d = Doc()
+    d.op("aten::mul", 0, 20)
+    d.launch(5, 5, "mul_kernel", 15, 100)
+    d.op("aten::add", 30, 20)
+    d.launch(35, 5, "add_kernel", 120, 100)  # queued behind mul_kernel
+    tr = d.trace()
+    g = rank_graph(tr, None)
+    w = what_if(tr, g, "aten::mul=0.5")
+    assert w["length_us"] == 220.0
+    assert w["projected_us"] == 170.0
+    with pytest.raises(WhatIfError, match="no event named"):
+        what_if(tr, g, "aten::nothing=0.5")
+
+
+def test_a_finding_off_the_path_saves_nothing() -> None:
+    d = Doc()
+    d.op("aten::big", 0, 1000)  # host-bound: the kernels run beside it
+    d.launch(10, 5, "small_kernel", 20, 50)
+    tr = d.trace()
+    g = build(tr.index)
+    kernel_id = int(tr.index.ids[np.flatnonzero(tr.index.name.eq("small_kernel"))[0]])
+    host_id = int(tr.index.ids[np.flatnonzero(tr.index.name.eq("aten::big"))[0]])
+    findings = [
+        {"kind": "fusion", "time_at_stake_us": 40.0, "evidence": [{"event_ids": [kernel_id]}]},
+        {"kind": "hotspots", "time_at_stake_us": 500.0, "evidence": [{"event_ids": [host_id]}]},
+        {"kind": "other", "time_at_stake_us": 7.0, "evidence": []},
+    ]
+    assert finding_savings(tr, g, findings) == [0.0, 500.0, 7.0]
