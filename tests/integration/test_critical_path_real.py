@@ -44,11 +44,11 @@ def job_doc(slow_job: Path) -> dict[str, Any]:
 @pytest.mark.slow
 def test_the_job_path_runs_through_the_slow_rank(job_doc: dict[str, Any]) -> None:
     cp = job_doc["critical_path"]
-    assert CONTRACT <= set(cp) and cp["scope"] == "job"
+    assert set(cp) >= CONTRACT and cp["scope"] == "job"
     for s in cp["segments"]:
-        assert SEGMENT <= set(s)
+        assert set(s) >= SEGMENT
     for s in cp["steps"]:
-        assert STEP <= set(s)
+        assert set(s) >= STEP
     # the slow rank holds most of the path, and its delay (untraced sleep) is on it
     by_rank = cp["by_rank_us"]
     assert by_rank[str(SLOW)] > by_rank[str(1 - SLOW)]

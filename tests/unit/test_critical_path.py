@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_findings_kit import Doc
 
 from opscope.analysis.critical.graph import LABELS, build
 from opscope.analysis.critical.longest import CycleError, longest_paths, path_to
@@ -19,7 +20,6 @@ from opscope.analysis.critical.section import (
     what_if,
 )
 from opscope.trace import Trace
-from test_findings_kit import Doc
 
 
 def cp(trace: Trace) -> dict[str, Any]:
