@@ -99,7 +99,7 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
         pre_window = 0
     else:
         dev = np.flatnonzero(source.eq("device") & kind.isin(DEVICE_WORK_KINDS))
-        dev, pre_window = _drop_pre_window(ev, dev, source, dur)
+        dev, pre_window = drop_pre_window(ev, dev, source, dur)
         s, e = start[dev], end[dev]
         busy = union_ns(s, e)
         span = int(e.max() - s.min()) if len(s) else 0
@@ -136,7 +136,7 @@ def timeline_summary(trace: Trace, events: pa.Table | None = None) -> TimelineSu
     )
 
 
-def _drop_pre_window(
+def drop_pre_window(
     ev: pa.Table, dev: np.ndarray, source: Codes, dur: np.ndarray
 ) -> tuple[np.ndarray, int]:
     """Device work launched before the trace began: its correlation has no runtime call here.

@@ -31,6 +31,8 @@ def top_pieces(data: dict[str, Any], n: int = 3) -> list[str]:
     """The path's biggest pieces (per label and name), one short line each."""
     cp = data.get("critical_path") or {}
     out = []
+    for note in cp.get("notes") or []:
+        out.append(f"note: {note}")
     for t in (cp.get("top") or [])[:n]:
         name = t.get("name") or "(untraced host time)"
         out.append(

@@ -6,9 +6,10 @@ first work of a collective, the moment the last rank arrived: its *mid* node).  
 lies on the path, and its **label** and **row** (the event it is attributed to) say what that
 time was.  The critical path is the longest path through the graph (:mod:`.path`).
 
-Which events: host ops, annotations and steps of the op tree and runtime calls (Python frames
-and events of zero duration are left out), and device work (kernels, copies, sets,
-collectives, Neuron executions).
+Which events: host ops and runtime calls (Python frames, annotations and events of zero
+duration are left out; a CPU backend's collective ranges are in), and device work (kernels,
+copies, sets, collectives, Neuron executions) except work launched before the trace began, as
+the timeline counts it (:func:`opscope.analysis.timeline.drop_pre_window`).
 
 Edges (all built with NumPy over the event index, no per-event Python):
 
@@ -25,7 +26,8 @@ Edges (all built with NumPy over the event index, no per-event Python):
   ``cudaEventRecord`` -> the next work on the waiting stream;
 * each device work has one *binding* cause, the latest of: its launch (ready when the call
   returned), its stream predecessor's end, a cross-stream wait.  Only that edge carries time:
-  ``launch_overhead`` (launch start -> work start, as HTA counts it), ``kernel_kernel_gap``
+  ``launch_overhead`` (launch start -> work start, as HTA counts it; none when the work started
+  over :data:`GAP_LIMIT_NS` after the call returned: it waited for something unseen), ``kernel_kernel_gap``
   (predecessor's end or awaited end -> work start; a gap above :data:`GAP_LIMIT_NS` carries
   none).  The others are kept with no weight: they still order the work (and what-if reads
   them);
@@ -59,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
+from opscope.analysis.timeline import drop_pre_window
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -255,6 +258,11 @@ def build(
     host = sel & (idx.is_framework | idx.is_runtime) & (kind.isin(HOST_KINDS) | host_comm)
     host &= (dur > 0) & (~idx.is_framework | idx.in_tree)
     work = sel & idx.is_device & kind.isin(DEVICE_WORK_KINDS)
+    # work launched before the trace began (its launch is not here) is left out, as the
+    # timeline leaves it out
+    kept, _pre = drop_pre_window(idx.events, np.flatnonzero(work), idx.source, dur)
+    work = np.zeros(n, dtype=bool)
+    work[kept] = True
     hrows = np.flatnonzero(host)
     drows = np.flatnonzero(work)
     waits = {r: int(w) for r, w in (comm_work or {}).items() if 0 <= r < n and (work[r] or host[r])}
@@ -673,7 +681,11 @@ def _device_edges(b: _Build, cross: np.ndarray) -> None:
     kstart = start[rows]
     dst = start_node[rows]
     lm = has_launch
-    lw = np.where(binding == 0, kstart - start[np.maximum(lrow, 0)], 0)
+    # a work that started long after its launch returned, with its stream idle, waited for
+    # something the trace does not show (a cross-stream event on a backend that records none):
+    # that wait is no launch overhead, and no edge carries it
+    delay = kstart - end[np.maximum(lrow, 0)]
+    lw = np.where((binding == 0) & (delay <= GAP_LIMIT_NS), kstart - start[np.maximum(lrow, 0)], 0)
     edges.add(
         start_node[lrow[lm]],
         dst[lm],

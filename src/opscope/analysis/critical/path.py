@@ -129,29 +129,36 @@ def segments(
     sums = np.add.reduceat(w[e], first)
     t0 = graph.time[graph.src[e[first]]]
     rows = row[first]
-    ids = idx.ids[np.maximum(rows, 0)]
-    names = idx.name
-    out: list[dict[str, Any]] = []
-    for k, (r, lb, t, s, i) in enumerate(
-        zip(
-            rows.tolist(),
+    valid = rows >= 0
+    ids = np.where(valid, idx.ids[np.maximum(rows, 0)], -1).tolist()
+    codes = idx.name.codes[np.maximum(rows, 0)]
+    values = [str(v) for v in idx.name.values.tolist()]
+    name_of = [values[c] if c >= 0 else None for c in np.unique(codes).tolist()]
+    uniq, inv = np.unique(codes, return_inverse=True)
+    del uniq
+    names = [name_of[i] for i in inv.tolist()]
+    ok = valid.tolist()
+    durs = np.round(sums / 1000.0, 3).tolist()
+    out: list[dict[str, Any]] = [
+        {
+            "rank": rk,
+            "label": LABELS[lb],
+            "name": nm if v else None,
+            "event_id": i if v else None,
+            "start_ns": t,
+            "dur_us": d,
+        }
+        for rk, lb, nm, i, t, d, v in zip(
+            rank[first].tolist(),
             lab[first].tolist(),
+            names,
+            ids,
             t0.tolist(),
-            sums.tolist(),
-            ids.tolist(),
+            durs,
+            ok,
             strict=True,
         )
-    ):
-        out.append(
-            {
-                "rank": int(rank[first[k]]),
-                "label": LABELS[lb],
-                "name": names[r] if r >= 0 else None,
-                "event_id": int(i) if r >= 0 else None,
-                "start_ns": int(t),
-                "dur_us": round(float(s) / 1000.0, 3),
-            }
-        )
+    ]
     return out
 
 

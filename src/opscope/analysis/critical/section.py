@@ -5,7 +5,7 @@
     {"scope": "rank", "rank", "length_us", "wall_us", "bound_by_us": {label: us, ...},
      "steps": [{"step", "rank", "length_us", "wall_us", "bound_by_us"}],
      "segments": [{"rank", "label", "name", "event_id", "start_ns", "dur_us"}],
-     "top": [{"label", "name", "dur_us", "pieces"}], "nodes", "edges", "method"}
+     "top": [{"label", "name", "dur_us", "pieces"}], "nodes", "edges", "method", "notes"}
 
 ``length_us`` is the whole window's path; ``wall_us`` the window's span (first to last event
 on the path's clock), so ``wall_us - length_us`` is time no traced work accounts for.
@@ -96,11 +96,16 @@ def _wall(graph: Graph, path: Path) -> int:
 
 
 def _top(segs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The segments summed per (label, name), biggest first (at most :data:`TOP`)."""
     agg: dict[tuple[str, str | None], list[float]] = {}
     for s in segs:
-        a = agg.setdefault((s["label"], s["name"]), [0.0, 0])
-        a[0] += s["dur_us"]
-        a[1] += 1
+        key = (s["label"], s["name"])
+        a = agg.get(key)
+        if a is None:
+            agg[key] = [s["dur_us"], 1]
+        else:
+            a[0] += s["dur_us"]
+            a[1] += 1
     rows = sorted(agg.items(), key=lambda kv: (-kv[1][0], kv[0][0], str(kv[0][1])))[:TOP]
     return [
         {"label": lab, "name": name, "dur_us": round(v[0], 3), "pieces": int(v[1])}
@@ -111,6 +116,19 @@ def _top(segs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
     """The profiler step of each node's event (-1 none)."""
     return np.asarray(idx.step[graph.row], dtype=np.int64)
+
+
+def _notes(graph: Graph, path: Path) -> list[str]:
+    out: list[str] = []
+    comm = path.by_label.get("gpu_comm", 0)
+    waits_known = bool((graph.role == 2).any())
+    if path.length_ns and comm > 0.5 * path.length_ns and not waits_known:
+        out.append(
+            "communication is most of the path, and a rank alone cannot tell a collective's "
+            "wait for its peers from its transfer: analyse the job's folder of ranks to split "
+            "them (wait_for_peer) and follow the path into the rank that arrived last"
+        )
+    return out
 
 
 def section(
@@ -145,6 +163,7 @@ def section(
         "nodes": graph.n_nodes,
         "edges": graph.n_edges,
         "method": METHOD,
+        "notes": _notes(graph, path),
     }
 
 
