@@ -28,8 +28,8 @@ Edges (all built with NumPy over the event index, no per-event Python):
   returned), its stream predecessor's end, a cross-stream wait.  Only that edge carries time:
   ``launch_overhead`` (launch start -> work start, as HTA counts it; none when the work
   started over :data:`GAP_LIMIT_NS` after the call returned: it waited for something unseen),
-  ``kernel_kernel_gap`` (predecessor's end or awaited end -> work start; a gap above :data:`GAP_LIMIT_NS` carries
-  none).  The others are kept with no weight: they still order the work (and what-if reads
+  ``kernel_kernel_gap`` (predecessor's end or awaited end -> work start; a gap above
+  :data:`GAP_LIMIT_NS` carries none).  The others are kept with no weight: they still order the work (and what-if reads
   them);
 * **sync** - a host call that blocks until device work is done (``*Synchronize``, Neuron's
   ``kbl_exec_wait``, a copy call that returns after its copy) -> edges from the end of the
