@@ -29,8 +29,8 @@ Edges (all built with NumPy over the event index, no per-event Python):
   ``launch_overhead`` (launch start -> work start, as HTA counts it; none when the work
   started over :data:`GAP_LIMIT_NS` after the call returned: it waited for something unseen),
   ``kernel_kernel_gap`` (predecessor's end or awaited end -> work start; a gap above
-  :data:`GAP_LIMIT_NS` carries none).  The others are kept with no weight: they still order the work (and what-if reads
-  them);
+  :data:`GAP_LIMIT_NS` carries none).  The others are kept with no weight: they still order
+  the work (and what-if reads them);
 * **sync** - a host call that blocks until device work is done (``*Synchronize``, Neuron's
   ``kbl_exec_wait``, a copy call that returns after its copy) -> edges from the end of the
   work it waited for to its end.  The awaited work: per ``Stream Sync``/``Context Sync``/
