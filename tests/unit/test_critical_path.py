@@ -354,3 +354,24 @@ def test_a_finding_off_the_path_saves_nothing() -> None:
         {"kind": "other", "time_at_stake_us": 7.0, "evidence": []},
     ]
     assert finding_savings(tr, g, findings) == [0.0, 500.0, 7.0]
+
+
+# -- renderers --------------------------------------------------------------------------------
+
+
+def test_renderers_show_the_path() -> None:
+    from opscope.analysis.report import analyze
+    from opscope.render import markdown, text
+
+    d = Doc()
+    d.step(1, 0, 300)
+    d.op("aten::mul", 0, 100)
+    d.launch(10, 10, "mul_kernel", 30, 170)
+    data = analyze(d.trace()).to_dict()
+    short = text.render(data)
+    assert "critical path 200 µs" in short and "gpu_compute 85%" in short
+    assert "Critical path per step" not in short
+    full = text.render(data, critical_path=True)
+    assert "Critical path per step" in full and "Biggest pieces on the path" in full
+    md = markdown.render(data)
+    assert "## Critical path" in md and "| gpu_compute | 170 µs | 85.0% |" in md

@@ -38,6 +38,36 @@ def _distributed(data: dict[str, Any]) -> list[str]:
     return [*out, ""] if d.get("stragglers") else out
 
 
+def _critical_path(data: dict[str, Any], top: int) -> list[str]:
+    cp = data.get("critical_path")
+    if not isinstance(cp, dict) or cp.get("length_us") is None:
+        return []
+    length = float(cp["length_us"]) or 1.0
+    title = "## Critical path (job)" if cp.get("scope") == "job" else "## Critical path"
+    out = [
+        title,
+        "",
+        f"{us(cp['length_us'])} of {us(cp.get('wall_us'))} wall.",
+        "",
+        "| bound by | time | share |",
+        "|---|---:|---:|",
+    ]
+    for k, v in sorted((cp.get("bound_by_us") or {}).items(), key=lambda kv: -float(kv[1])):
+        if float(v) > 0:
+            out.append(f"| {k} | {us(v)} | {100 * float(v) / length:.1f}% |")
+    out.append("")
+    pieces = cp.get("top") or []
+    if pieces:
+        out += ["| biggest pieces | label | time | pieces |", "|---|---|---:|---:|"]
+        for p in pieces[:top]:
+            name = _cell(p.get("name") or "(untraced host time)")
+            out.append(f"| {name} | {p['label']} | {us(p['dur_us'])} | {p['pieces']} |")
+        out.append("")
+    for note in cp.get("notes") or []:
+        out += [f"> {_cell(note)}", ""]
+    return out
+
+
 def render(data: dict[str, Any], top: int = 30) -> str:
     dev = data["device"]
     src = data["source"]
@@ -57,13 +87,19 @@ def render(data: dict[str, Any], top: int = 30) -> str:
         "",
     ]
     out += _distributed(data)
+    out += _critical_path(data, top)
     findings = data.get("findings") or []
     if findings:
         out += ["## Findings", ""]
         for i, f in enumerate(findings, 1):
+            saves = (
+                f", saves ≤ {us(f['step_savings_us'])} of the critical path"
+                if f.get("step_savings_us") is not None
+                else ""
+            )
             out.append(
                 f"{i}. **{_cell(f['title'])}** — {us(f.get('time_at_stake_us'))} at stake "
-                f"({pct(f.get('share'))}). {_cell(f.get('recommendation', ''))}"
+                f"({pct(f.get('share'))}){saves}. {_cell(f.get('recommendation', ''))}"
             )
         out.append("")
     out += [
