@@ -26,8 +26,9 @@ Edges (all built with NumPy over the event index, no per-event Python):
   ``cudaEventRecord`` -> the next work on the waiting stream;
 * each device work has one *binding* cause, the latest of: its launch (ready when the call
   returned), its stream predecessor's end, a cross-stream wait.  Only that edge carries time:
-  ``launch_overhead`` (launch start -> work start, as HTA counts it; none when the work
-  started over :data:`GAP_LIMIT_NS` after the call returned: it waited for something unseen),
+  ``launch_overhead`` (launch start -> work start, as HTA counts it; none when that, or the
+  time from the call's return, is over :data:`GAP_LIMIT_NS`: the work waited for something
+  the trace does not show, e.g. the legacy default stream's implicit sync),
   ``kernel_kernel_gap`` (predecessor's end or awaited end -> work start; a gap above
   :data:`GAP_LIMIT_NS` carries none).  The others are kept with no weight: they still order
   the work (and what-if reads them);
@@ -319,6 +320,40 @@ def build(
     )
 
 
+def acyclic(graph: Graph) -> Graph:
+    """The graph itself when it has no cycle; else without the edges that run against the
+    clock (their destination before their source), which only an inconsistent trace makes,
+    and a note saying how many were dropped."""
+    from opscope.analysis.critical.longest import CycleError, longest_paths
+
+    try:
+        longest_paths(graph.src, graph.dst, graph.weight, graph.n_nodes)
+        return graph
+    except CycleError:
+        pass
+    t = graph.time
+    keep = t[graph.dst] >= t[graph.src]
+    out = Graph(
+        time=graph.time,
+        row=graph.row,
+        role=graph.role,
+        src=graph.src[keep],
+        dst=graph.dst[keep],
+        weight=graph.weight[keep],
+        label=graph.label[keep],
+        edge_row=graph.edge_row[keep],
+        kind=graph.kind[keep],
+        rank=graph.rank,
+        notes=[
+            *graph.notes,
+            f"the trace's links formed a cycle: {int((~keep).sum())} edges that run against "
+            "the clock were left out",
+        ],
+    )
+    longest_paths(out.src, out.dst, out.weight, out.n_nodes)  # raises if still cyclic
+    return out
+
+
 def _split(
     arrays: tuple[np.ndarray, ...],
     nodes: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -589,19 +624,21 @@ def _sync_edges(b: _Build, blocking: np.ndarray) -> tuple[np.ndarray, np.ndarray
                     if got >= 0:
                         pairs.append((got, caller))
     pairs += _back_pressure(idx, host, drows)
-    # copy calls that returned after their copy ended
+    # copy calls that returned after their copy ended: the call waited for its copy, and
+    # for whatever held the copy back; its span weighs what follows the copy's start (the
+    # path runs through the copy when its launch accounts for the delay)
     cp = drows[idx.kind.eq("memcpy")[drows] & (launch[drows] >= 0)]
     calls = launch[cp]
     ok = host[calls] & (end[cp] <= end[calls] + SYNC_SLACK_NS) & (end[cp] > start[calls])
+    own = len(pairs)
     pairs += list(zip(cp[ok].tolist(), calls[ok].tolist(), strict=True))
     if pairs:
         arr = np.asarray(pairs, dtype=np.int64)
-        src_rows, dst_rows = arr[:, 0], arr[:, 1]
-        ok = work[src_rows] & (end[src_rows] <= end[dst_rows] + SYNC_SLACK_NS)
-        src, dst = src_rows[ok], dst_rows[ok]
-        ok = work[src] & (end[src] <= end[dst] + SYNC_SLACK_NS)
-        src, dst = src[ok], dst[ok]
-        np.maximum.at(awaited_end, dst, np.minimum(end[src], end[dst]))
+        is_own = np.arange(len(arr)) >= own
+        ok = work[arr[:, 0]] & (end[arr[:, 0]] <= end[arr[:, 1]] + SYNC_SLACK_NS)
+        src, dst, is_own = arr[ok, 0], arr[ok, 1], is_own[ok]
+        at = np.where(is_own, np.minimum(start[src], end[dst]), np.minimum(end[src], end[dst]))
+        np.maximum.at(awaited_end, dst, at)
         edges.add(
             end_node[src],
             end_node[dst],
@@ -613,6 +650,19 @@ def _sync_edges(b: _Build, blocking: np.ndarray) -> tuple[np.ndarray, np.ndarray
     arr = np.asarray(cross, dtype=np.int64)
     ok = work[arr[:, 0]] & work[arr[:, 1]] & (arr[:, 0] != arr[:, 1])
     return awaited_end, arr[ok]
+
+
+def _long_calls(idx: EventIndex, calls: np.ndarray) -> np.ndarray:
+    """Which of these launch calls took over :data:`BACK_PRESSURE` times the median of their
+    name's calls here and over :data:`BACK_PRESSURE_MIN_NS`."""
+    dur = idx.dur[calls]
+    if not len(calls):
+        return np.zeros(0, dtype=bool)
+    uniq, inv = np.unique(idx.name.codes[calls], return_inverse=True)
+    med = np.zeros(len(uniq))
+    for i in range(len(uniq)):
+        med[i] = float(np.median(dur[inv == i]))
+    return np.asarray((dur > BACK_PRESSURE * med[inv]) & (dur > BACK_PRESSURE_MIN_NS))
 
 
 def _back_pressure(idx: EventIndex, host: np.ndarray, drows: np.ndarray) -> list[tuple[int, int]]:
@@ -628,12 +678,7 @@ def _back_pressure(idx: EventIndex, host: np.ndarray, drows: np.ndarray) -> list
     if not len(calls):
         return []
     dur, start, end = idx.dur, idx.start, idx.end
-    codes = idx.name.codes[calls]
-    uniq, inv = np.unique(codes, return_inverse=True)
-    med = np.zeros(len(uniq))
-    for i in range(len(uniq)):
-        med[i] = float(np.median(dur[calls[inv == i]]))
-    long = (dur[calls] > BACK_PRESSURE * med[inv]) & (dur[calls] > BACK_PRESSURE_MIN_NS)
+    long = _long_calls(idx, calls)
     # ...and whose work still waited in the queue after the call returned (a call slow for
     # its own sake, a module loaded on first launch, starts its work at once)
     first = np.full(idx.n, np.iinfo(np.int64).max, dtype=np.int64)
@@ -670,7 +715,10 @@ def _device_edges(b: _Build, cross: np.ndarray) -> None:
     lrow = np.where(has_launch, lrow, -1)
     neg = np.iinfo(np.int64).min
     ready_prev = np.where(prev >= 0, end[np.maximum(prev, 0)], neg)
-    ready_launch = np.where(has_launch, end[np.maximum(lrow, 0)], neg)
+    # a launch is ready when the call returned; a call that returned after its work began
+    # (a blocking copy) submitted it at its start
+    l_end, l_start = end[np.maximum(lrow, 0)], start[np.maximum(lrow, 0)]
+    ready_launch = np.where(has_launch, np.where(l_end <= start[rows], l_end, l_start), neg)
     cross_src = np.full(idx.n, -1, dtype=np.int64)
     if len(cross):
         c = cross[np.argsort(end[cross[:, 0]], kind="stable")]
@@ -685,9 +733,17 @@ def _device_edges(b: _Build, cross: np.ndarray) -> None:
     # something the trace does not show (a cross-stream event on a backend that records none):
     # that wait is no launch overhead, and no edge carries it
     delay = kstart - end[np.maximum(lrow, 0)]
-    lw = np.where((binding == 0) & (delay <= GAP_LIMIT_NS), kstart - start[np.maximum(lrow, 0)], 0)
+    # a call far slower than its kind (a copy staged through host memory, a module loaded on
+    # first launch) was host work: its span is on the host's chain, the launch delay counts
+    # from its return
+    slow = np.zeros(idx.n, dtype=bool)
+    calls = np.unique(lrow[lm])
+    slow[calls[_long_calls(idx, calls)]] = True
+    from_end = slow[np.maximum(lrow, 0)] & lm & (delay >= 0)
+    lw = np.where(from_end, delay, kstart - start[np.maximum(lrow, 0)])
+    lw = np.where((binding == 0) & (delay <= GAP_LIMIT_NS) & (lw <= GAP_LIMIT_NS), lw, 0)
     edges.add(
-        start_node[lrow[lm]],
+        np.where(from_end, end_node[np.maximum(lrow, 0)], start_node[np.maximum(lrow, 0)])[lm],
         dst[lm],
         lw[lm],
         (np.where(binding[lm] == 0, LAUNCH, NONE), lrow[lm], LAUNCH_EDGE),
@@ -749,6 +805,7 @@ __all__ = [
     "GAP_LIMIT_NS",
     "LABELS",
     "Graph",
+    "acyclic",
     "build",
     "under",
 ]

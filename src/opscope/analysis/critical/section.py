@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opscope.analysis.critical.graph import LABELS, SPAN, SPLIT, Graph, build, under
+from opscope.analysis.critical.graph import LABELS, SPAN, SPLIT, Graph, acyclic, build, under
 from opscope.analysis.critical.path import Path, segments, solve, step_paths
 
 if TYPE_CHECKING:
@@ -76,12 +76,14 @@ def rank_graph(
 
     def make() -> Graph:
         window = idx.in_steps(steps) if steps is not None else None
-        return build(
-            idx,
-            window,
-            comm_work=dict(waits or {}),
-            host_links=host_links(trace, records),
-            rank=rank,
+        return acyclic(
+            build(
+                idx,
+                window,
+                comm_work=dict(waits or {}),
+                host_links=host_links(trace, records),
+                rank=rank,
+            )
         )
 
     graph: Graph = idx.memo(key, make)
@@ -119,7 +121,7 @@ def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
 
 
 def _notes(graph: Graph, path: Path) -> list[str]:
-    out: list[str] = []
+    out: list[str] = list(graph.notes)
     comm = path.by_label.get("gpu_comm", 0)
     waits_known = bool((graph.role == 2).any())
     if path.length_ns and comm > 0.5 * path.length_ns and not waits_known:
