@@ -80,3 +80,28 @@ def test_render_without_trace_keeps_study_and_fallback() -> None:
     assert "builtin is 2.0× faster than naive" in page
     assert "<noscript>" in page and "&lt;img src=x" in page
     assert _blocks(page)["opscope-explorer"]["lanes"] is None
+
+
+def test_static_page_embeds_the_critical_path_placed_and_capped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tr = load_document(gpu_doc(steps=3, ops=4), "path.json")
+    data = analyze(tr).to_dict()
+    total = len(data["critical_path"]["segments"])
+    assert total > 6
+    ex = _blocks(static_html.render_static(data, tr))["opscope-explorer"]
+    cp = ex["critical_path"]
+    assert (cp["segments_total"], cp["truncated"], len(cp["segments"])) == (total, False, total)
+    assert cp["length_us"] == data["critical_path"]["length_us"]
+    lanes = ex["lanes"]["lanes"]
+    origin = int(ex["lanes"]["origin_ns"])
+    for placed, orig in zip(cp["segments"], data["critical_path"]["segments"], strict=True):
+        assert "start_ns" not in placed  # relative times only
+        assert placed["t"] == orig["start_ns"] - origin
+        assert lanes[placed["lane"]]["rank"] == orig["rank"]
+    monkeypatch.setattr(static_html, "STATIC_MAX_SEGMENTS", 3)
+    cp = _blocks(static_html.render_static(data, tr))["opscope-explorer"]["critical_path"]
+    assert (len(cp["segments"]), cp["truncated"], cp["segments_total"]) == (3, True, total)
+    # a report with no path: nothing embedded, and the page hides the toggle
+    data.pop("critical_path")
+    assert "critical_path" not in _blocks(static_html.render_static(data, tr))["opscope-explorer"]

@@ -138,6 +138,9 @@ class Session:
     def collective(self, event_id: int, side: str = "a") -> dict[str, Any]:
         return self.workspace.collective(event_id, self._handle(side))
 
+    def critical_path(self, side: str = "a") -> dict[str, Any]:
+        return self.workspace.critical_path(self._handle(side))
+
     def occurrences(self, name: str, side: str = "a") -> dict[str, Any]:
         return self.workspace.occurrences(name, self._handle(side))
 

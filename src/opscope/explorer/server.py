@@ -12,6 +12,7 @@ over :class:`opscope.explorer.data.Session`:
 ``GET /api/event?id=``                       one event in full (args decoded)
 ``GET /api/chain?id=``                       its dependency chain
 ``GET /api/collective?event=``               its collective across the ranks (waits)
+``GET /api/critical_path[?side=b]``          the critical path, each segment placed on a lane
 ``GET /api/occurrences?name=``               the occurrences of a framework op
 ``GET /api/diff``                            ``opscope.diff/1`` when two traces were given
 ``GET /api/sections[?side=b]``               the Summary's sections (renderer-escaped HTML)
@@ -94,6 +95,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     "/api/event": lambda s, q: s.event(_int(q, "id"), _side(q)),
     "/api/chain": lambda s, q: s.chain(_int(q, "id"), _side(q)),
     "/api/collective": lambda s, q: s.collective(_int(q, "event"), _side(q)),
+    "/api/critical_path": lambda s, q: s.critical_path(_side(q)),
     "/api/occurrences": lambda s, q: s.occurrences(q.get("name", [""])[0], _side(q)),
     "/api/diff": lambda s, q: s.diff(),
     # the Summary's sections (study, roofline, Neuron engines): the renderer's escaped HTML,

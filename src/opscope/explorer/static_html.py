@@ -13,7 +13,10 @@ The timeline is one level-of-detail window over the whole trace
 (:meth:`opscope.trace.viewport.Viewport.window`): events at least one pixel wide at
 :data:`STATIC_PX` pixels are embedded individually, at most :data:`STATIC_MAX_EVENTS`; the rest
 are summed into per-pixel cells, and the page says so.  Dependency chains and event details are
-embedded for the top ops' occurrences and the findings' evidence only.
+embedded for the top ops' occurrences and the findings' evidence only.  The critical path's
+segments are embedded placed on their lanes (:func:`opscope.service.critical.drawn_path`), the
+:data:`STATIC_MAX_SEGMENTS` longest at most, so that the timeline's toggle draws it; the
+Summary's breakdown bar and the findings' notes read the report itself.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from opscope.analysis.chain import dependency_chain
 from opscope.explorer.data import with_relative_times
 from opscope.explorer.page import static_page
 from opscope.render import html
+from opscope.service.critical import drawn_path
 from opscope.trace import Trace
 from opscope.trace.viewport import Viewport
 
@@ -32,6 +36,7 @@ STATIC_MAX_EVENTS = 20_000
 STATIC_TOP_OPS = 15
 STATIC_OCCURRENCES = 200
 STATIC_MAX_CHAINS = 120
+STATIC_MAX_SEGMENTS = 4000
 
 
 def render(data: dict[str, Any], top: int = 50, *, trace: Trace | None = None) -> str:
@@ -87,7 +92,27 @@ def explorer_payload(report: dict[str, Any], trace: Trace) -> tuple[dict[str, An
         "chains": chains,
         "events": events,
     }
+    path = static_path(report.get("critical_path"), index)
+    if path is not None:
+        explorer["critical_path"] = path
     return data, explorer
+
+
+def static_path(section: Any, index: Viewport) -> dict[str, Any] | None:
+    """What the timeline's toggle draws, for embedding: the path's segments placed on their
+    lanes (what the page needs of each: no absolute times) and the section's totals; None
+    when the report has no path with segments."""
+    if not isinstance(section, dict) or not section.get("segments"):
+        return None
+    placed = drawn_path(section, index, STATIC_MAX_SEGMENTS)
+    keys = ("i", "rank", "label", "name", "event_id", "lane", "row", "t", "dur_ns")
+    return {
+        "scope": placed.get("scope"),
+        "length_us": placed.get("length_us"),
+        "segments": [{k: s[k] for k in keys} for s in placed["segments"]],
+        "segments_total": placed["segments_total"],
+        "truncated": placed["truncated"],
+    }
 
 
 def render_static(

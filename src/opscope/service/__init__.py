@@ -2,9 +2,10 @@
 
 The explorer's HTTP API, the CLI and the MCP server for agents all go through a
 :class:`Workspace`: open traces (each under a short handle; the last opened is the default),
-their reports, single events, dependency chains, timeline windows, occurrences of an op, SQL
-and the diff of two traces.  Answers are JSON-ready data; nothing here renders or prints.
-Front-ends add only their own conversions (the explorer's relative times, MCP's result caps).
+their reports, single events, dependency chains, timeline windows, occurrences of an op, the
+critical path placed on the timeline, SQL and the diff of two traces.  Answers are JSON-ready
+data; nothing here renders or prints.  Front-ends add only their own conversions (the
+explorer's relative times, MCP's result caps).
 """
 
 from opscope.service.workspace import OpenTrace, ServiceError, Workspace

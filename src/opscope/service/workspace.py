@@ -291,6 +291,21 @@ class Workspace:
         except WhatIfError as exc:
             raise ServiceError(str(exc)) from None
 
+    def critical_path(self, handle: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """The report's ``critical_path`` section (the job's path for a job) with each segment
+        placed on the timeline: ``lane``, ``row``, ``t`` (ns relative to the timeline's
+        origin) and ``dur_ns``, plus ``i``, ``segments_total``, ``truncated`` and
+        ``origin_ns``; at most ``limit`` segments (default
+        :data:`opscope.service.critical.MAX_SEGMENTS`, the longest kept).  See
+        :mod:`opscope.service.critical`.  :class:`ServiceError` when the report has none."""
+        from opscope.service.critical import MAX_SEGMENTS, drawn_path
+
+        opened = self.get(handle)
+        section = opened.data.get("critical_path")
+        if not isinstance(section, dict):
+            raise ServiceError("this report has no critical path (no events in its window)")
+        return drawn_path(section, opened.index, MAX_SEGMENTS if limit is None else limit)
+
     def collective(self, event_id: int, handle: str | None = None) -> dict[str, Any]:
         """The collective an event belongs to, across the ranks of the job.
 

@@ -65,6 +65,7 @@ class ServerSource {
   event(id) { return this.get("event", { id }); }
   chain(id) { return this.get("chain", { id }); }
   collective(id) { return this.get("collective", { event: id }); }
+  criticalPath() { return this.get("critical_path"); }
   occurrences(name) { return this.get("occurrences", { name }); }
   diff() { return this.get("diff"); }
 }
@@ -85,6 +86,8 @@ class StaticSource {
   }
   async chain(id) { return (this.ex.chains || {})[id] || null; }
   async collective() { return null; }
+  // the path's segments are embedded (capped) when the page was rendered from its trace
+  async criticalPath() { return this.ex.critical_path || null; }
   async occurrences(name) { return (this.ex.occurrences || {})[name] || null; }
   async diff() { return this.ex.diff || null; }
 }
@@ -161,17 +164,100 @@ function renderSummary(r) {
     }
     bd.append(bar, legend);
   } else bd.append(el("p", { class: "meta", text: "no device time in this trace" }));
+  renderCriticalSummary(r.critical_path);
   // findings
   const fl = $("#summary-findings");
   fl.replaceChildren();
   for (const f of (r.findings || []).slice(0, 5)) {
     fl.append(el("li", {}, el("span", { class: "sev " + (f.severity || ""), text: f.severity || "" }),
-      el("b", { text: f.title }), ` — ${fmtUs(f.time_at_stake_us)} at stake (${pct(f.share)}) `,
+      el("b", { text: f.title }), ` — ${fmtUs(f.time_at_stake_us)} at stake (${pct(f.share)})` +
+        (typeof f.step_savings_us === "number" ? `, saves ≤ ${fmtUs(f.step_savings_us)} of the path ` : " "),
       el("button", { type: "button", text: "show in timeline", onclick: () => showFinding(f) })));
   }
   if (!(r.findings || []).length) fl.append(el("li", { class: "meta", text: "no findings" }));
   const ops = (r.ops || []).slice().sort((a, b) => b.device_self_us - a.device_self_us).slice(0, 10);
   renderOpsTable($("#summary-ops"), ops, r, null);
+}
+
+// ---- Critical path ------------------------------------------------------------------------------
+// the labels of the report's critical_path.bound_by_us, in its order, and their colours (the
+// Summary's bar, the timeline's overlay and their legends)
+const CP_LABELS = ["cpu", "data_loading", "launch_overhead", "gpu_compute", "gpu_comm", "kernel_kernel_gap", "sync", "wait_for_peer"];
+const CP_COLOR = { cpu: "#0969da", data_loading: "#9a6700", launch_overhead: "#bf3989", gpu_compute: "#0a7d6b",
+  gpu_comm: "#8250df", kernel_kernel_gap: "#8c959f", sync: "#cf222e", wait_for_peer: "#953800" };
+const cpColor = (label) => CP_COLOR[label] || "#57606a";
+
+function legendKey(label, text) {
+  const key = el("i");
+  key.style.background = cpColor(label);
+  return el("span", { dataset: { label } }, key, text);
+}
+
+// the path's length against the window's wall time, and a bar of what bounds it (one part per
+// label with time on the path)
+function renderCriticalSummary(cp) {
+  const box = $("#cp-breakdown");
+  box.replaceChildren();
+  if (!cp || typeof cp.length_us !== "number") {
+    const why = cp && (cp.warnings || []).length ? cp.warnings.join("; ") : "no critical path in this report";
+    box.append(el("p", { class: "meta", text: why }));
+    return;
+  }
+  const by = cp.bound_by_us || {};
+  const parts = CP_LABELS.concat(Object.keys(by).filter((k) => !CP_LABELS.includes(k)))
+    .map((k) => [k, by[k]]).filter(([, v]) => typeof v === "number" && v > 0);
+  const total = parts.reduce((a, [, v]) => a + v, 0);
+  const who = cp.scope === "job" ? `job path over ranks ${(cp.ranks || []).join(", ")}` : `path of rank ${cp.rank ?? 0}`;
+  box.append(el("p", { class: "meta cp-head", text: `${who}: ${fmtUs(cp.length_us)}` +
+    (typeof cp.wall_us === "number" ? ` of ${fmtUs(cp.wall_us)} wall time` : "") +
+    ` · ${(cp.segments || []).length} segments` }));
+  if (total <= 0) { box.append(el("p", { class: "meta", text: "nothing on the path carries time" })); return; }
+  const bar = el("div", { class: "stackbar", dataset: { testid: "cp-bar" } });
+  const legend = el("div", { class: "legend", dataset: { testid: "cp-bar-legend" } });
+  for (const [k, v] of parts) {
+    const seg = el("div", { title: `${k}: ${fmtUs(v)} (${pct(v / total)})`, dataset: { label: k } });
+    seg.style.width = (100 * v / total).toFixed(3) + "%";
+    seg.style.background = cpColor(k);
+    bar.append(seg);
+    legend.append(legendKey(k, `${k} ${fmtUs(v)} (${pct(v / total)})`));
+  }
+  box.append(bar, legend);
+}
+
+// what a finding's fix could take off the path (its step_savings_us): 0 when it cannot
+function criticalNote(f) {
+  const s = f.step_savings_us;
+  if (typeof s !== "number") return null;
+  const on = s > 0;
+  return el("li", { class: "cp-note " + (on ? "on" : "off"), dataset: { testid: "finding-cp" },
+    text: on ? `on the critical path: saves ≤ ${fmtUs(s)}` : "off the critical path: its fix cannot shorten the path" });
+}
+
+async function toggleCritical(on) {
+  const box = $("#tl-cp");
+  timeline.cpOn = on;
+  if (on && !timeline.cp) {
+    const cp = await src.criticalPath();
+    if (!cp || !(cp.segments || []).length) {
+      box.checked = false;
+      timeline.cpOn = false;
+      timeline.status(cp ? "the critical path has no segments in this window" : "no critical path for this trace");
+      return;
+    }
+    timeline.setCritical(cp);
+  }
+  const cp = timeline.cp;
+  const legend = $("#tl-cp-legend");
+  legend.hidden = !timeline.cpOn || !cp;
+  if (timeline.cpOn && cp) {
+    const segs = cp.segs;
+    const labels = CP_LABELS.filter((k) => segs.some((g) => g.label === k));
+    legend.replaceChildren(...labels.map((k) => legendKey(k, k)));
+    timeline.status(`critical path: ${segs.length.toLocaleString()} segments` +
+      (cp.data.truncated ? ` (the longest of ${cp.data.segments_total.toLocaleString()})` : "") +
+      (typeof cp.data.length_us === "number" ? `, ${fmtUs(cp.data.length_us)}` : ""));
+  }
+  timeline.draw();
 }
 
 // ---- Ops ---------------------------------------------------------------------------------------
@@ -253,6 +339,8 @@ function renderFindings(r) {
   fs.forEach((f, i) => {
     const ev = (f.evidence || []).slice(0, 8).map((e) => el("li", {},
       `${e.note || "evidence"}: ${e.t0 !== undefined ? fmtNs(e.t0) + " → " + fmtNs(e.t1) : ""} events ${(e.event_ids || []).join(", ")}`));
+    const note = criticalNote(f);
+    if (note) ev.push(note);
     box.append(el("div", { class: "finding", dataset: { testid: "finding", kind: f.kind || "" } },
       el("h3", {}, el("span", { class: "sev " + (f.severity || ""), text: f.severity || "" }), `${f.id || i + 1}. ${f.title}`),
       el("div", { class: "meta", text: `${fmtUs(f.time_at_stake_us)} at stake (${pct(f.share)})` + (f.confidence ? ` · confidence ${f.confidence}` : "") }),
@@ -476,6 +564,11 @@ class Timeline {
     this.selected = null;
     this.chain = null;
     this.collective = null;
+    this.cp = null;
+    this.cpOn = false;
+    this.criticalDrawn = 0;
+    this.criticalLinks = 0;
+    this.criticalRanks = new Set();
     this.collapsed = new Set();
     this.rankTouched = false;
     this.rankOrder = [];
@@ -633,6 +726,26 @@ class Timeline {
   setHighlights(ids) { this.highlights = new Set(ids); this.draw(); }
   setChain(chain) { this.chain = chain; }
   setCollective(c) { this.collective = c; }
+  // the critical path (/api/critical_path): segments in path order, and for drawing only the
+  // visible ones their order by start with the running maximum of their ends (two binary
+  // searches per frame), and for each the next and previous segment that has a lane
+  setCritical(data) {
+    const segs = data.segments || [], n = segs.length;
+    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => segs[a].t - segs[b].t);
+    const ts = new Float64Array(n), maxEnd = new Float64Array(n);
+    let m = -Infinity;
+    order.forEach((k, j) => { ts[j] = segs[k].t; m = Math.max(m, segs[k].t + segs[k].dur_ns); maxEnd[j] = m; });
+    const next = new Int32Array(n).fill(-1), prev = new Int32Array(n).fill(-1);
+    for (let i = n - 2, nx = segs[n - 1] && segs[n - 1].lane !== null ? n - 1 : -1; i >= 0; i--) {
+      next[i] = nx;
+      if (segs[i].lane !== null) nx = i;
+    }
+    for (let i = 1, pv = n && segs[0].lane !== null ? 0 : -1; i < n; i++) {
+      prev[i] = pv;
+      if (segs[i].lane !== null) pv = i;
+    }
+    this.cp = { data, segs, order, ts, maxEnd, next, prev };
+  }
   measureRange(a, b) { this.measure = { a, b }; this.showMeasure(); }
   showMeasure() {
     const m = this.measure;
@@ -747,6 +860,7 @@ class Timeline {
       ctx.fillText(`${ln.events} ev`, LABEL_W - 48, ly);
     }
     if ($("#tl-flows").checked && this.win && this.win.flows && this.win.flows.to_id) this.drawFlows(ctx, this.win.flows, "rgba(9,105,218,0.35)", 800);
+    this.drawCritical(ctx);
     this.drawChain(ctx);
     this.drawCollective(ctx);
     this.drawMeasure(ctx);
@@ -755,7 +869,8 @@ class Timeline {
     const rankHeaders = this.items.filter((i) => i.type === "rank")
       .map((i) => ({ rank: i.rank, closed: i.closed, y: i.y - this.scrollY + AXIS_H + i.h / 2 }));
     Object.assign(window.__opscope, { rankHeaders, collapsed: [...this.collapsed].sort((a, b) => a - b),
-      collectiveDrawn: this.collectiveDrawn || 0, view: [this.t0, this.t1], lanesDrawn, lanes: this.lanesInfo.lanes.length,
+      collectiveDrawn: this.collectiveDrawn || 0, criticalDrawn: this.criticalDrawn,
+      criticalLinks: this.criticalLinks, criticalRanks: [...this.criticalRanks].sort((a, b) => a - b), view: [this.t0, this.t1], lanesDrawn, lanes: this.lanesInfo.lanes.length,
       groups: [...new Set(this.lanesInfo.lanes.map((l) => l.group))], scrollY: this.scrollY });
     this.frames.push(dt);
     if (this.frames.length > 2000) this.frames.splice(0, 1000);
@@ -846,6 +961,73 @@ class Timeline {
         }
       }
     }
+    ctx.restore();
+  }
+
+  // the y of a lane's row, or of its rank's header while that rank is closed
+  laneOrHeaderY(laneId, row) {
+    const y = this.laneY(laneId, row);
+    if (y !== null) return y;
+    const ln = this.lanesInfo.lanes[laneId];
+    const head = ln && this.items.find((i) => i.type === "rank" && i.rank === ln.rank);
+    return head ? head.y - this.scrollY + AXIS_H + head.h / 2 : null;
+  }
+
+  // the critical path over the lanes: each visible segment outlined in its label's colour with
+  // a bar along its row, and a thin connector wherever the path moves to another lane (another
+  // rank's lane included; dashed where segments with no lane, or left out, lie between)
+  drawCritical(ctx) {
+    this.criticalDrawn = 0; this.criticalLinks = 0; this.criticalRanks = new Set();
+    const cp = this.cp;
+    if (!this.cpOn || !cp || !cp.segs.length) return;
+    const { segs, order, ts, maxEnd, next, prev } = cp;
+    const n = segs.length, k = this.plotW / (this.t1 - this.t0);
+    let lo = 0, hi = n;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (maxEnd[mid] < this.t0) lo = mid + 1; else hi = mid; }
+    const first = lo;
+    lo = first; hi = n;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (ts[mid] <= this.t1) lo = mid + 1; else hi = mid; }
+    const visible = [];
+    for (let j = first; j < lo; j++) {
+      const i = order[j], g = segs[i];
+      if (g.t + g.dur_ns >= this.t0 && g.lane !== null) visible.push(i);
+    }
+    ctx.save();
+    ctx.beginPath(); ctx.rect(LABEL_W, AXIS_H, this.plotW, this.H - AXIS_H); ctx.clip();
+    ctx.lineWidth = 2;
+    for (const i of visible) {
+      const g = segs[i];
+      const y = this.laneY(g.lane, g.row);
+      if (y === null) continue;
+      const x = this.x(g.t), w = Math.max(2, g.dur_ns * k);
+      ctx.strokeStyle = ctx.fillStyle = cpColor(g.label);
+      ctx.strokeRect(x, y - ROW_H / 2, w, ROW_H);
+      ctx.fillRect(x, y + ROW_H / 2 - 4, w, 3);
+      this.criticalDrawn++;
+      this.criticalRanks.add(g.rank);
+    }
+    // connectors: from each visible segment to the next one with a lane, and from the previous
+    // one when that one is out of view (so a connector shows with either end on screen)
+    const shown = new Set(visible);
+    const link = (a, b) => {
+      const ga = segs[a], gb = segs[b];
+      if (ga.lane === gb.lane) return;
+      const ya = this.laneOrHeaderY(ga.lane, ga.row), yb = this.laneOrHeaderY(gb.lane, gb.row);
+      if (ya === null || yb === null) return;
+      const xa = this.x(ga.t + ga.dur_ns), xb = this.x(gb.t);
+      if ((xa < LABEL_W && xb < LABEL_W) || (xa > this.W && xb > this.W)) return;
+      ctx.setLineDash(gb.i - ga.i > 1 ? [4, 3] : []);
+      ctx.strokeStyle = ctx.fillStyle = cpColor(gb.label);
+      ctx.beginPath(); ctx.moveTo(xa, ya); ctx.lineTo(xb, yb); ctx.stroke();
+      ctx.beginPath(); ctx.arc(xb, yb, 2.5, 0, 2 * Math.PI); ctx.fill();
+      this.criticalLinks++;
+    };
+    ctx.lineWidth = 1.25;
+    for (const i of visible) {
+      if (next[i] >= 0) link(i, next[i]);
+      if (prev[i] >= 0 && !shown.has(prev[i])) link(prev[i], i);
+    }
+    ctx.setLineDash([]);
     ctx.restore();
   }
 
@@ -1019,6 +1201,7 @@ class Timeline {
     $("#tl-zoom-in").addEventListener("click", () => this.zoom(0.5));
     $("#tl-zoom-out").addEventListener("click", () => this.zoom(2));
     $("#tl-flows").addEventListener("change", () => this.draw());
+    $("#tl-cp").addEventListener("change", (e) => toggleCritical(e.target.checked));
   }
 
   loop() {
@@ -1065,6 +1248,8 @@ async function main() {
         ? `Static report: ${shown.toLocaleString()} of ${lanes.events.toLocaleString()} events are embedded individually; ${agg.toLocaleString()} shorter ones are aggregated into shaded cells. Run "opscope explore" on the trace for full detail.`
         : `Static report: all ${lanes.events.toLocaleString()} events embedded.`);
     }
+    // a static page draws the path only when it embeds the segments (rendered from the trace)
+    if (src.mode === "static" && !(ex && ex.critical_path)) $("#tl-cp-toggle").hidden = true;
     if (initial === "timeline") showView("timeline");
   } else {
     $("#tl-wrap").replaceChildren(el("p", { class: "meta", text: "The timeline is not embedded in this report (it was rendered without its trace). Run \"opscope explore\" on the trace, or \"opscope report --format html\" from the trace." }));
