@@ -677,7 +677,7 @@ def _back_pressure(idx: EventIndex, host: np.ndarray, drows: np.ndarray) -> list
     calls = calls[host[calls]]
     if not len(calls):
         return []
-    dur, start, end = idx.dur, idx.start, idx.end
+    start, end = idx.start, idx.end
     long = _long_calls(idx, calls)
     # ...and whose work still waited in the queue after the call returned (a call slow for
     # its own sake, a module loaded on first launch, starts its work at once)
