@@ -93,13 +93,17 @@ EDGE_KINDS = (
     "split",
     "join",
     "handoff",
+    "inferred",
 )
-THREAD, SPAN, LAUNCH_EDGE, STREAM, CROSS, SYNC_EDGE, RESUME, SPLIT, JOIN, HANDOFF = range(
-    len(EDGE_KINDS)
+(THREAD, SPAN, LAUNCH_EDGE, STREAM, CROSS, SYNC_EDGE, RESUME, SPLIT, JOIN, HANDOFF, INFERRED) = (
+    range(len(EDGE_KINDS))
 )
 
 # A gap between two works on a stream larger than this is not device overhead (HTA: 1.5 ms).
 GAP_LIMIT_NS = 1_500_000
+# A work that starts this soon after another stream's work ends, and later than everything
+# the trace shows it waiting for, waited for that work.
+INFER_SLACK_NS = 20_000
 # A sync call "waited for" work that ended at most this long after the call returned (the
 # clocks of host and device records differ by about a microsecond).
 SYNC_SLACK_NS = 1_000
@@ -293,10 +297,15 @@ def build(
     data = under(idx, names.matches(DATA_LOADING.pattern) & idx.is_framework)
 
     b = _Build(idx, sel, host, work, hrows, drows, start_node, end_node, edges)
-    awaited_end, cross = _sync_edges(b, blocking)
+    awaited_end, cross, own_copies = _sync_edges(b, blocking)
+    unexplained = _device_edges(b, cross)
+    # a copy call whose copy started late for no reason the trace shows spent that time in
+    # the call: its whole span is host time
+    if len(own_copies):
+        late = unexplained[own_copies[:, 0]]
+        awaited_end[own_copies[late, 1]] = -1
     resume_after = _host_collectives(b, host_links or {})
     _host_chains(b, awaited_end, resume_after, (blocking, host_comm, data))
-    _device_edges(b, cross)
 
     src, dst, weight, label, erow, ekind = edges.arrays()
     if nm:
@@ -573,16 +582,17 @@ class _Streams:
         return self.last_before(s, t_rec)
 
 
-def _sync_edges(b: _Build, blocking: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _sync_edges(b: _Build, blocking: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Edges from awaited device work to the end of the host calls that waited for it.
-    Returns the awaited end per waiting host row (-1 none) and the cross-stream waits as
-    ``(awaited row, waiting row)`` pairs."""
+    Returns the awaited end per waiting host row (-1 none), the cross-stream waits as
+    ``(awaited row, waiting row)`` pairs and the copy calls that waited for their own copy
+    as ``(copy row, call row)`` pairs."""
     idx, sel, host, work, drows = b.idx, b.sel, b.host, b.work, b.drows
     end_node, edges = b.end_node, b.edges
     awaited_end = np.full(idx.n, -1, dtype=np.int64)
     none = np.zeros((0, 2), dtype=np.int64)
     if not len(drows):
-        return awaited_end, none
+        return awaited_end, none, none
     start, end, launch = idx.start, idx.end, idx.launch
     st = _Streams(idx, drows)
     thread, rank, pid = idx.thread, idx.rank, idx.pid.codes
@@ -635,8 +645,8 @@ def _sync_edges(b: _Build, blocking: np.ndarray) -> tuple[np.ndarray, np.ndarray
     if pairs:
         arr = np.asarray(pairs, dtype=np.int64)
         is_own = np.arange(len(arr)) >= own
-        ok = work[arr[:, 0]] & (end[arr[:, 0]] <= end[arr[:, 1]] + SYNC_SLACK_NS)
-        src, dst, is_own = arr[ok, 0], arr[ok, 1], is_own[ok]
+        good = work[arr[:, 0]] & (end[arr[:, 0]] <= end[arr[:, 1]] + SYNC_SLACK_NS)
+        src, dst, is_own = arr[good, 0], arr[good, 1], is_own[good]
         at = np.where(is_own, np.minimum(start[src], end[dst]), np.minimum(end[src], end[dst]))
         np.maximum.at(awaited_end, dst, at)
         edges.add(
@@ -645,11 +655,12 @@ def _sync_edges(b: _Build, blocking: np.ndarray) -> tuple[np.ndarray, np.ndarray
             end[dst] - np.maximum(end[src], start[dst]),
             (SYNC, dst, SYNC_EDGE),
         )
+    copies = np.stack([cp[ok], calls[ok]], axis=1) if ok.any() else none
     if not cross:
-        return awaited_end, none
+        return awaited_end, none, copies
     arr = np.asarray(cross, dtype=np.int64)
     ok = work[arr[:, 0]] & work[arr[:, 1]] & (arr[:, 0] != arr[:, 1])
-    return awaited_end, arr[ok]
+    return awaited_end, arr[ok], copies
 
 
 def _long_calls(idx: EventIndex, calls: np.ndarray) -> np.ndarray:
@@ -696,12 +707,12 @@ def _back_pressure(idx: EventIndex, host: np.ndarray, drows: np.ndarray) -> list
     return list(zip(w[ok].tolist(), calls[ok].tolist(), strict=True))
 
 
-def _device_edges(b: _Build, cross: np.ndarray) -> None:
+def _device_edges(b: _Build, cross: np.ndarray) -> np.ndarray:
     """Spans, launches, stream order and cross-stream waits; one binding cause per work."""
     idx, host, drows = b.idx, b.host, b.drows
     start_node, end_node, edges = b.start_node, b.end_node, b.edges
     if not len(drows):
-        return
+        return np.zeros(idx.n, dtype=bool)
     start, end = idx.start, idx.end
     span_label = np.where(idx.kind.eq("comm")[drows], COMM, COMPUTE)
     edges.add(start_node[drows], end_node[drows], idx.dur[drows], (span_label, drows, SPAN))
@@ -725,8 +736,10 @@ def _device_edges(b: _Build, cross: np.ndarray) -> None:
         cross_src[c[:, 1]] = c[:, 0]  # the last write wins: the latest awaited end
     csrc = cross_src[rows]
     ready_cross = np.where(csrc >= 0, end[np.maximum(csrc, 0)], neg)
-    binding = np.argmax(np.stack([ready_launch, ready_prev, ready_cross]), axis=0)
     kstart = start[rows]
+    isrc = _inferred_waits(idx, rows, np.maximum(np.maximum(ready_launch, ready_prev), ready_cross))
+    ready_inferred = np.where(isrc >= 0, end[np.maximum(isrc, 0)], neg)
+    binding = np.argmax(np.stack([ready_launch, ready_prev, ready_cross, ready_inferred]), axis=0)
     dst = start_node[rows]
     lm = has_launch
     # a work that started long after its launch returned, with its stream idle, waited for
@@ -760,6 +773,51 @@ def _device_edges(b: _Build, cross: np.ndarray) -> None:
         cw = np.where(binding[cm] == 2, kstart[cm] - end[cs], 0)
         cw = np.where(cw <= GAP_LIMIT_NS, cw, 0)
         edges.add(end_node[cs], dst[cm], cw, (np.where(cw > 0, GAP, NONE), cs, CROSS))
+    im = isrc >= 0
+    if im.any():
+        src_i = isrc[im]
+        iw = np.where(binding[im] == 3, kstart[im] - end[src_i], 0)
+        edges.add(end_node[src_i], dst[im], iw, (np.where(iw > 0, GAP, NONE), src_i, INFERRED))
+    # works whose start nothing weighted explains (their binding cause carried no time)
+    unexplained = np.zeros(idx.n, dtype=bool)
+    waited = kstart - np.max(np.stack([ready_launch, ready_prev, ready_cross, ready_inferred]), 0)
+    carried = ((binding == 0) & (lw > 0)) | ((binding == 1) & (pw > 0))
+    unexplained[rows[(waited > INFER_SLACK_NS) & ~carried & (binding <= 1)]] = True
+    return unexplained
+
+
+def _inferred_waits(idx: EventIndex, rows: np.ndarray, ready: np.ndarray) -> np.ndarray:
+    """For each work that started over :data:`INFER_SLACK_NS` after every cause the trace shows
+    (launch, stream predecessor, recorded cross-stream wait): the work on another stream of
+    its device that ended last, at most :data:`INFER_SLACK_NS` before it started, when that is
+    after those causes (-1 otherwise).  A work that starts right when another stream's work
+    ends waited for it (a CUDA graph's branches, events the trace does not record)."""
+    out = np.full(len(rows), -1, dtype=np.int64)
+    start, end = idx.start, idx.end
+    waiting = np.flatnonzero(start[rows] - ready > INFER_SLACK_NS)
+    if not len(waiting):
+        return out
+    thread = idx.thread
+    device = idx.rank.astype(np.int64) * (len(idx.pid.values) + 1) + idx.pid.codes
+    by_end = rows[np.lexsort((end[rows], device[rows]))]
+    dev_sorted = device[by_end]
+    for d in np.unique(device[rows[waiting]]).tolist():
+        lo = int(np.searchsorted(dev_sorted, d, side="left"))
+        hi = int(np.searchsorted(dev_sorted, d, side="right"))
+        cand = by_end[lo:hi]
+        ends = end[cand]
+        w = waiting[device[rows[waiting]] == d]
+        k = rows[w]
+        j = np.searchsorted(ends, start[k], side="right") - 1
+        for _ in range(2):  # skip the work's own stream (its predecessor is a known cause)
+            own = (j >= 0) & (thread[cand[np.maximum(j, 0)]] == thread[k])
+            j = np.where(own, j - 1, j)
+        ok = j >= 0
+        got = cand[np.maximum(j, 0)]
+        ok &= (start[k] - end[got] <= INFER_SLACK_NS) & (end[got] > ready[w])
+        ok &= thread[got] != thread[k]
+        out[w[ok]] = got[ok]
+    return out
 
 
 def _host_collectives(bd: _Build, links: dict[int, int]) -> np.ndarray:

@@ -130,6 +130,13 @@ def _notes(graph: Graph, path: Path) -> list[str]:
             "wait for its peers from its transfer: analyse the job's folder of ranks to split "
             "them (wait_for_peer) and follow the path into the rank that arrived last"
         )
+    wall = _wall(graph, path)
+    if wall and path.length_ns < 0.5 * wall:
+        out.append(
+            f"the path accounts for {100 * path.length_ns / wall:.0f}% of the window: the rest "
+            "is time no traced dependency explains (threads idle between top-level events, "
+            "device work that waited for something the trace does not record)"
+        )
     return out
 
 
