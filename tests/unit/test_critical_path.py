@@ -375,3 +375,27 @@ def test_renderers_show_the_path() -> None:
     assert "Critical path per step" in full and "Biggest pieces on the path" in full
     md = markdown.render(data)
     assert "## Critical path" in md and "| gpu_compute | 170 µs | 85.0% |" in md
+
+
+def test_a_gap_finding_saves_the_path_time_inside_its_ranges() -> None:
+    d = Doc()
+    d.op("aten::a", 0, 100)
+    d.launch(10, 5, "k1", 20, 10)
+    d.op("aten::b", 100, 100)  # the device idles here, the host is on the path
+    d.launch(190, 5, "k2", 200, 10)
+    tr = d.trace()
+    g = build(tr.index)
+    t0 = int(tr.index.start.min())  # ranges are absolute ns
+    found = [
+        {
+            "kind": "idle_gaps",
+            "time_at_stake_us": 170.0,
+            "evidence": [{"start_ns": t0 + 30_000, "end_ns": t0 + 200_000}],
+        },
+        {
+            "kind": "idle_gaps",
+            "time_at_stake_us": 500.0,
+            "evidence": [{"start_ns": t0 + 300_000, "end_ns": t0 + 400_000}],  # after the end
+        },
+    ]
+    assert finding_savings(tr, g, found) == [170.0, 0.0]

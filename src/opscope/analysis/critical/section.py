@@ -285,7 +285,9 @@ def finding_savings(
     e = path.edges
     e = e[(graph.weight[e] > 0) & (graph.label[e] >= 0)]
     rows, w = graph.edge_row[e], graph.weight[e]
-    t0, t1 = graph.time[graph.src[e]], graph.time[graph.dst[e]]
+    # the time an edge accounts for: its weight, ending where the edge ends
+    t1 = graph.time[graph.dst[e]]
+    t0 = t1 - w
     out: list[float] = []
     for f in findings:
         at_stake = float(f.get("time_at_stake_us") or 0.0)
