@@ -144,3 +144,17 @@ def test_a_slow_data_loader_bounds_the_steps(tmp_path: Path) -> None:
     assert b["data_loading"] > b["cpu"]
     assert len(cp["steps"]) == 3
     json.dumps(cp)  # JSON-ready
+
+
+@pytest.mark.slow
+def test_job_what_if_removes_the_slow_ranks_delay(slow_job: Path) -> None:
+    from opscope.service import Workspace
+
+    ws = Workspace()
+    ws.open(slow_job)
+    answer = ws.what_if("cpu=0")
+    assert answer["scope"] == "job"
+    # the slow rank's delay is host time on the job path: without host time it is gone
+    assert answer["saved_us"] >= 0.8 * ACTIVE * DELAY_S * 1e6
+    assert answer["projected_us"] < answer["length_us"]
+    assert {r["rank"] for r in answer["ranks"]} == {0, 1}

@@ -234,6 +234,14 @@ def _matched(
     return records, instances, warnings, clock
 
 
+def matched(
+    ranks: list[RankReport],
+) -> tuple[dict[int, list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The ranks' collective records (clock-corrected where applied) and their instances."""
+    records, instances, _w, _c = _matched(ranks)
+    return records, instances
+
+
 def _distributed(ranks: list[RankReport]) -> dict[str, Any]:
     """The ``distributed`` section of a job: its ranks' collectives matched into instances."""
     _records, instances, warnings, clock = _matched(ranks)

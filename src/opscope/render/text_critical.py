@@ -101,7 +101,7 @@ def tables(data: dict[str, Any], top: int = 20, name_width: int = 50) -> list[Ta
 def what_if_lines(answer: dict[str, Any]) -> list[str]:
     """A what-if answer as lines: the projection, then per step."""
     changes = ", ".join(f"{c['name']} ×{c['factor']:g}" for c in answer.get("changes") or [])
-    who = f" (rank {answer['rank']})" if answer.get("scope") == "ranks" else ""
+    who = " (job path)" if answer.get("scope") == "job" else ""
     lines = [
         f"what-if {changes}: critical path {us(answer.get('length_us'))} -> "
         f"{us(answer.get('projected_us'))}{who}, {us(answer.get('saved_us'))} shorter"
@@ -110,6 +110,11 @@ def what_if_lines(answer: dict[str, Any]) -> list[str]:
         lines.append(
             f"  step {s['step']}: {us(s['length_us'])} -> {us(s['projected_us'])} "
             f"({us(s['saved_us'])} shorter)"
+        )
+    for r in answer.get("ranks") or []:
+        lines.append(
+            f"  rank {r['rank']} alone: {us(r['length_us'])} -> {us(r['projected_us'])} "
+            f"({us(r['saved_us'])} shorter)"
         )
     return lines
 

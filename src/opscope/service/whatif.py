@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 
 
 def what_if(report: Report, spec: str) -> dict[str, Any]:
-    """``{"spec", "changes", "scope", "length_us", "projected_us", "saved_us", "steps",
-    "ranks"?}`` for the report's trace and window (raises ``WhatIfError`` on a bad spec)."""
+    """``{"spec", "changes", "scope", "length_us", "projected_us", "saved_us", "bound_by_us",
+    "steps"}`` for the report's trace and window (raises ``WhatIfError`` on a bad spec).  For
+    a job the figures are the job path's (the ranks joined at their collectives) and
+    ``ranks`` gives each rank's own path, projected alone."""
     from opscope.analysis.report import rank_traces
 
     parse_what_if(spec)  # a bad spec fails before any work
@@ -31,28 +33,17 @@ def what_if(report: Report, spec: str) -> dict[str, Any]:
     if not report.ranks:
         graph = rank_graph(trace, steps, report.collectives)
         return {"scope": "rank", "rank": graph.rank, **rank_what_if(trace, graph, spec)}
-    records = {int(r.rank): r.collectives for r in report.ranks}
+    from opscope.analysis.critical.job import job_what_if
+    from opscope.analysis.report import matched
+
+    traces = {int(t.meta.ranks[0]): t for t in rank_traces(trace)}
+    records, instances = matched(report.ranks)
     ranks: list[dict[str, Any]] = []
-    for t in rank_traces(trace):
-        rank = int(t.meta.ranks[0])
+    for rank, t in sorted(traces.items()):
         graph = rank_graph(t, steps, records.get(rank, ()))
         ranks.append({"rank": rank, **rank_what_if(t, graph, spec)})
-    worst = max(ranks, key=lambda r: float(r["length_us"])) if ranks else None
-    out: dict[str, Any] = {"scope": "ranks", "spec": spec, "ranks": ranks}
-    if worst is not None:
-        out.update(
-            {
-                "changes": worst["changes"],
-                "rank": worst["rank"],
-                "length_us": worst["length_us"],
-                "projected_us": max(float(r["projected_us"]) for r in ranks),
-                "saved_us": round(
-                    float(worst["length_us"]) - max(float(r["projected_us"]) for r in ranks), 3
-                ),
-                "steps": worst["steps"],
-            }
-        )
-    return out
+    job = job_what_if(traces, records, instances, spec, steps)
+    return {"scope": "job", **job, "ranks": ranks}
 
 
 __all__ = ["what_if"]

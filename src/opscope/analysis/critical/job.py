@@ -17,7 +17,7 @@ The rank sections of a job are computed on the same graphs with the waits weight
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +31,9 @@ from opscope.analysis.critical.section import (
     _top,
     _us,
     bound_by_us,
+    parse_what_if,
     rank_graph,
+    scaled_weights,
     section,
 )
 
@@ -95,6 +97,134 @@ def _concat(graphs: Sequence[Graph]) -> tuple[Graph, np.ndarray, np.ndarray]:
     return g, ranks, offs
 
 
+@dataclass(frozen=True)
+class Joined:
+    """The ranks' graphs joined: ``graph`` (barrier nodes after the ranks' nodes, from
+    ``first_barrier`` on), each node's rank and step, the instance of each barrier, and the
+    ranks' own graphs (untraced step-loop time weighed) with their node offsets."""
+
+    graph: Graph
+    node_rank: np.ndarray
+    node_step: np.ndarray
+    barrier_inst: list[int]
+    first_barrier: int
+    parts: list[Graph]
+    offsets: np.ndarray
+
+
+def join(
+    traces: Mapping[int, Trace], graphs: Sequence[Graph], works: Sequence[Mapping[int, int]]
+) -> Joined:
+    """One graph of the ranks' graphs, joined at every instance that two or more of them
+    hold (``works``: per instance, ``{rank: row of its first work}``)."""
+    parts = [_untraced_weighed(traces[gr.rank], gr) for gr in graphs]
+    g, node_rank, offs = _concat(parts)
+    mids: dict[tuple[int, int], int] = {}
+    starts: dict[tuple[int, int], int] = {}
+    for i, gr in enumerate(graphs):
+        for node in np.flatnonzero(gr.role == 2).tolist():
+            mids[(gr.rank, int(gr.row[node]))] = int(node + offs[i])
+    for i, gr in enumerate(graphs):
+        wanted = {row for (rk, row) in mids if rk == gr.rank}
+        first = np.flatnonzero((gr.role == 0) & np.isin(gr.row, list(wanted)))
+        for node, row in zip(first.tolist(), gr.row[first].tolist(), strict=True):
+            starts.setdefault((gr.rank, row), int(node + offs[i]))
+    src: list[int] = []
+    dst: list[int] = []
+    barrier_inst: list[int] = []
+    barrier_first: list[int] = []
+    n = g.n_nodes
+    for k, got in enumerate(works):
+        mem = [(r, row) for r, row in got.items() if (r, row) in mids and (r, row) in starts]
+        if len(mem) < 2:
+            continue
+        b = n + len(barrier_inst)
+        barrier_inst.append(k)
+        barrier_first.append(starts[mem[0]])
+        for key in mem:
+            src += [starts[key], b]
+            dst += [b, mids[key]]
+    nb, ne = len(barrier_inst), len(src)
+    job = Graph(
+        time=np.concatenate([g.time, np.zeros(nb, dtype=np.int64)]),
+        row=np.concatenate([g.row, np.full(nb, -1, dtype=np.int64)]),
+        role=np.concatenate([g.role, np.full(nb, 3, dtype=np.int8)]),
+        src=np.concatenate([g.src, np.asarray(src, dtype=np.int64)]),
+        dst=np.concatenate([g.dst, np.asarray(dst, dtype=np.int64)]),
+        weight=np.concatenate([np.where(g.kind == SPLIT, 0, g.weight), np.zeros(ne, np.int64)]),
+        label=np.concatenate([g.label, np.full(ne, NONE, dtype=np.int64)]),
+        edge_row=np.concatenate([g.edge_row, np.full(ne, -1, dtype=np.int64)]),
+        kind=np.concatenate([g.kind, np.full(ne, JOIN, dtype=np.int64)]),
+        rank=-1,
+    )
+    node_rank = np.concatenate([node_rank, np.full(nb, -1, dtype=np.int64)])
+    # node steps: each rank's own; a barrier takes the step of its first member's arrival
+    own = np.concatenate(
+        [np.asarray(traces[gr.rank].index.step[gr.row], dtype=np.int64) for gr in graphs]
+    )
+    node_step = np.concatenate([own, own[np.asarray(barrier_first, dtype=np.int64)]])
+    return Joined(job, node_rank, node_step, barrier_inst, n, parts, offs)
+
+
+def joined_weights(
+    traces: Mapping[int, Trace], joined: Joined, changes: Sequence[tuple[str, float]]
+) -> np.ndarray:
+    """The joined graph's weights with a what-if's changes applied on every rank."""
+    per = [scaled_weights(traces[p.rank].index, p, changes) for p in joined.parts]
+    w = np.concatenate([*per, np.zeros(joined.graph.n_edges - sum(len(x) for x in per), np.int64)])
+    return np.where(joined.graph.kind == SPLIT, 0, w)
+
+
+def _prepare(
+    traces: Mapping[int, Trace],
+    records: Mapping[int, Sequence[Mapping[str, Any]]],
+    instances: Sequence[Mapping[str, Any]],
+    steps: tuple[int, int] | None,
+) -> tuple[list[int], list[Graph], list[dict[int, int]]]:
+    ranks = sorted(traces)
+    waits, works = _waits(traces, records, instances)
+    graphs = [rank_graph(traces[r], steps, records.get(r, ()), waits[r]) for r in ranks]
+    return ranks, graphs, works
+
+
+def job_what_if(
+    traces: Mapping[int, Trace],
+    records: Mapping[int, Sequence[Mapping[str, Any]]],
+    instances: Sequence[Mapping[str, Any]],
+    spec: str,
+    steps: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """The job path recomputed with ``spec``'s changes on every rank (as
+    :func:`opscope.analysis.critical.section.what_if` for one rank)."""
+    changes = parse_what_if(spec)
+    _ranks, graphs, works = _prepare(traces, records, instances, steps)
+    joined = join(traces, graphs, works)
+    g = joined.graph
+    w = joined_weights(traces, joined, changes)
+    base, new = solve(g), solve(g, w)
+    b_steps = step_paths(g, joined.node_step)
+    n_steps = step_paths(g, joined.node_step, w)
+    return {
+        "spec": spec,
+        "changes": [{"name": n, "factor": f} for n, f in changes],
+        "length_us": _us(base.length_ns),
+        "projected_us": _us(new.length_ns),
+        "saved_us": _us(base.length_ns - new.length_ns),
+        "bound_by_us": bound_by_us(new.by_label),
+        "by_rank_us": _by_rank(g, new, joined.node_rank),
+        "steps": [
+            {
+                "step": s,
+                "length_us": _us(b_steps[s].length_ns),
+                "projected_us": _us(n_steps[s].length_ns),
+                "saved_us": _us(b_steps[s].length_ns - n_steps[s].length_ns),
+            }
+            for s in sorted(b_steps)
+            if s in n_steps
+        ],
+    }
+
+
 def job_critical_path(
     traces: Mapping[int, Trace],
     records: Mapping[int, Sequence[Mapping[str, Any]]],
@@ -104,67 +234,15 @@ def job_critical_path(
     """``(job section, {rank: rank section})`` of a job's ranks (each rank's trace, its
     collective records and the matched instances); the job section is None for fewer than
     two ranks, or with a warning when the joined graph is inconsistent (a cycle)."""
-    ranks = sorted(traces)
-    waits, works = _waits(traces, records, instances)
-    graphs = [rank_graph(traces[r], steps, records.get(r, ()), waits[r]) for r in ranks]
+    ranks, graphs, works = _prepare(traces, records, instances, steps)
     per_rank = {r: section(traces[r], g) for r, g in zip(ranks, graphs, strict=True)}
     if len(ranks) < 2:
         return None, per_rank
-    g, node_rank, offs = _concat([_untraced_weighed(traces[gr.rank], gr) for gr in graphs])
-    mids: dict[tuple[int, int], int] = {}
-    starts: dict[tuple[int, int], int] = {}
-    for i, gr in enumerate(graphs):
-        for node in np.flatnonzero(gr.role == 2).tolist():
-            mids[(gr.rank, int(gr.row[node]))] = int(node + offs[i])
-    for i, gr in enumerate(graphs):
-        first = np.flatnonzero(gr.role == 0)
-        rows = gr.row[first]
-        wanted = {row for (rk, row) in mids if rk == gr.rank}
-        for node, row in zip(first.tolist(), rows.tolist(), strict=True):
-            if row in wanted and (gr.rank, row) not in starts:
-                starts[(gr.rank, row)] = int(node + offs[i])
-    # barriers: one node per instance of two or more members
-    src: list[int] = []
-    dst: list[int] = []
-    barrier_inst: list[int] = []
-    n = g.n_nodes
-    for k, got in enumerate(works):
-        mem = [(r, row) for r, row in got.items() if (r, row) in mids and (r, row) in starts]
-        if len(mem) < 2:
-            continue
-        b = n + len(barrier_inst)
-        barrier_inst.append(k)
-        for key in mem:
-            src += [starts[key], b]
-            dst += [b, mids[key]]
-    nb = len(barrier_inst)
-    job = Graph(
-        time=np.concatenate([g.time, np.zeros(nb, dtype=np.int64)]),
-        row=np.concatenate([g.row, np.full(nb, -1, dtype=np.int64)]),
-        role=np.concatenate([g.role, np.full(nb, 3, dtype=np.int8)]),
-        src=np.concatenate([g.src, np.asarray(src, dtype=np.int64)]),
-        dst=np.concatenate([g.dst, np.asarray(dst, dtype=np.int64)]),
-        weight=np.concatenate(
-            [np.where(g.kind == SPLIT, 0, g.weight), np.zeros(len(src), np.int64)]
-        ),
-        label=np.concatenate([g.label, np.full(len(src), NONE, dtype=np.int64)]),
-        edge_row=np.concatenate([g.edge_row, np.full(len(src), -1, dtype=np.int64)]),
-        kind=np.concatenate([g.kind, np.full(len(src), JOIN, dtype=np.int64)]),
-        rank=-1,
-    )
-    node_rank = np.concatenate([node_rank, np.full(nb, -1, dtype=np.int64)])
-    # node steps: each rank's own; a barrier takes the step of its first member's arrival
-    node_step = np.concatenate(
-        [np.asarray(traces[gr.rank].index.step[gr.row], dtype=np.int64) for gr in graphs]
-        + [np.zeros(nb, dtype=np.int64)]
-    )
-    for j in range(nb):
-        b = n + j
-        first_src = int(np.asarray(src, dtype=np.int64)[np.asarray(dst) == b][0])
-        node_step[b] = node_step[first_src]
+    joined = join(traces, graphs, works)
+    job, node_rank = joined.graph, joined.node_rank
     try:
         path = solve(job)
-        per_step = step_paths(job, node_step)
+        per_step = step_paths(job, joined.node_step)
     except CycleError as exc:
         return {
             "scope": "job",
@@ -172,13 +250,12 @@ def job_critical_path(
             "warnings": [f"no job path: the ranks' collectives do not line up ({exc})"],
         }, per_rank
     segs = _segments(job, path, traces, node_rank)
-    jumps = _jumps(job, path, node_rank, (instances, barrier_inst, n))
-    t_wall = _job_wall(per_rank)
+    jumps = _jumps(job, path, node_rank, (instances, joined.barrier_inst, joined.first_barrier))
     return {
         "scope": "job",
         "ranks": ranks,
         "length_us": _us(path.length_ns),
-        "wall_us": t_wall,
+        "wall_us": _job_wall(per_rank),
         "bound_by_us": bound_by_us(path.by_label),
         "by_rank_us": _by_rank(job, path, node_rank),
         "steps": [
@@ -292,4 +369,4 @@ def _jumps(
     return out
 
 
-__all__ = ["job_critical_path"]
+__all__ = ["Joined", "job_critical_path", "job_what_if", "join", "joined_weights"]
