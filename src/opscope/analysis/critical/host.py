@@ -1,0 +1,171 @@
+"""Host edges of the critical path's graph: each thread's call order, the backward thread's
+hand-offs and a CPU backend's collectives (see :mod:`opscope.analysis.critical.graph`)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from opscope.analysis.critical.model import (
+    COMM,
+    CPU,
+    DATA,
+    HANDOFF,
+    LAUNCH,
+    LAUNCH_EDGE,
+    NONE,
+    RESUME,
+    SYNC,
+    THREAD,
+    Build,
+)
+from opscope.trace.index import EventIndex
+
+
+def host_parent(idx: EventIndex, host: np.ndarray) -> np.ndarray:
+    """Innermost enclosing host row of each row (-1 none): the op-tree parent for framework
+    rows, the issuing op for runtime rows; parents outside ``host`` count as none."""
+    par = np.where(idx.is_framework, idx.tree_parent, idx.op)
+    par = np.where(par == np.arange(idx.n), -1, par)
+    ok = par >= 0
+    ok[ok] = host[par[ok]]
+    return np.where(ok, par, -1)
+
+
+def host_chains(
+    bd: Build,
+    awaited_end: np.ndarray,
+    resume_after: np.ndarray,
+    marks: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> None:
+    """Each host thread's start/end nodes in call order, joined one to the next."""
+    idx, hrows = bd.idx, bd.hrows
+    start_node, end_node, edges = bd.start_node, bd.end_node, bd.edges
+    blocking, host_comm, data = marks
+    if not len(hrows):
+        return
+    host = np.zeros(idx.n, dtype=bool)
+    host[hrows] = True
+    parent = host_parent(idx, host)
+    depth = np.zeros(idx.n, dtype=np.int64)  # among host rows: orders equal times only
+    p = parent[hrows]
+    act, p = hrows[p >= 0], p[p >= 0]
+    while len(act):
+        depth[act] += 1
+        p = parent[p]
+        keep = p >= 0
+        act, p = act[keep], p[keep]
+    thread = idx.thread
+    nh = len(hrows)
+    rows2 = np.concatenate([hrows, hrows])
+    is_end = np.concatenate([np.zeros(nh, dtype=bool), np.ones(nh, dtype=bool)])
+    t = np.concatenate([idx.start[hrows], idx.end[hrows]])
+    cls = np.where(is_end, 0, 2)
+    dk = np.where(is_end, -depth[rows2], depth[rows2])
+    order = np.lexsort((is_end, rows2, dk, cls, t, thread[rows2]))
+    r, e, tt = rows2[order], is_end[order], t[order]
+    nodes = np.where(e, end_node[r], start_node[r])
+    a = np.flatnonzero(thread[r[1:]] == thread[r[:-1]])
+    b = a + 1
+    ra, rb, ea, eb = r[a], r[b], e[a], e[b]
+    attributed = np.where(~ea, ra, np.where(eb, rb, parent[ra]))
+    w = tt[b] - tt[a]
+    top_gap = ea & ~eb & (attributed < 0)
+    w = np.where(top_gap, 0, w)
+    att = np.maximum(attributed, 0)
+    # a blocking call's span weighs only what follows the device work it waited for
+    waited = (attributed >= 0) & (awaited_end[att] >= 0)
+    w = np.where(waited, np.maximum(0, tt[b] - np.maximum(tt[a], awaited_end[att])), w)
+    # a thread idle while it waited for a CPU collective: only the time after it counts
+    resumed = ~eb & (resume_after[rb] >= 0)
+    w = np.where(resumed, np.maximum(0, tt[b] - np.maximum(tt[a], resume_after[rb])), w)
+    label = np.full(len(a), CPU, dtype=np.int64)
+    label[data[att]] = DATA
+    label[host_comm[att]] = COMM
+    label[blocking[att] & (attributed >= 0)] = SYNC
+    label[top_gap] = NONE
+    kind = np.where(resumed, RESUME, THREAD)
+    edges.add(nodes[a], nodes[b], w, (label, np.where(top_gap, -1, attributed), kind))
+    handoffs(bd, parent)
+
+
+def handoffs(b: Build, parent: np.ndarray) -> None:
+    """Zero-weight edges across the threads of a process where one hands work to another:
+    the autograd engine's backward thread and the threads that called ``backward()``.  For
+    each top-level event of one of them, the other's last top-level event that ended after
+    the thread's previous event and before this one -> this one (the thread went on once the
+    other was done), as HTA merges the two threads."""
+    idx, hrows = b.idx, b.hrows
+    start_node, end_node, edges = b.start_node, b.end_node, b.edges
+    thread, start, end = idx.thread, idx.start, idx.end
+    top = hrows[parent[hrows] < 0]
+    engine = idx.name.starts_with("autograd::engine::")
+    bwd_threads = np.unique(thread[hrows[engine[hrows]]])
+    if not len(top) or not len(bwd_threads):
+        return
+    top = top[np.lexsort((start[top], thread[top]))]
+    th = thread[top]
+    prev_end = np.full(len(top), np.iinfo(np.int64).min, dtype=np.int64)
+    same = th[1:] == th[:-1]
+    ends = end[top]
+    # the latest end so far on the thread, before each event
+    cut = [*np.flatnonzero(~np.concatenate([[False], same])).tolist(), len(top)]
+    for lo, hi in itertools.pairwise(cut):
+        if hi - lo > 1:
+            prev_end[lo + 1 : hi] = np.maximum.accumulate(ends[lo : hi - 1])
+    ops = hrows[idx.kind.eq("op")[hrows]]
+    proc = idx.rank.astype(np.int64) * (len(idx.pid.values) + 1) + idx.pid.codes
+    for bt in bwd_threads.tolist():
+        p0 = proc[hrows[thread[hrows] == bt][0]]
+        others = np.unique(thread[ops[(proc[ops] == p0) & (thread[ops] != bt)]])
+        for ot in others.tolist():
+            for t_to, t_from in ((ot, bt), (bt, ot)):
+                g = th == t_to
+                fb, lo_t = top[g], prev_end[g]
+                cand = top[th == t_from]
+                if not len(fb) or not len(cand):
+                    continue
+                cand = cand[np.argsort(end[cand], kind="stable")]
+                k = np.searchsorted(end[cand], start[fb], side="right") - 1
+                u = cand[np.maximum(k, 0)]
+                ok = (k >= 0) & (end[u] > lo_t)
+                edges.add(end_node[u[ok]], start_node[fb[ok]], 0, (NONE, -1, HANDOFF))
+
+
+def host_collectives(bd: Build, links: dict[int, int]) -> np.ndarray:
+    """gloo: the call -> its range on gloo's thread (start -> start), and the range's end ->
+    the calling thread's next start.  Returns, per host row, the end of a collective range it
+    resumed after (-1 none), for the caller's idle gap to weigh only the time after it."""
+    idx, host, hrows = bd.idx, bd.host, bd.hrows
+    start_node, end_node, edges = bd.start_node, bd.end_node, bd.edges
+    resume_after = np.full(idx.n, -1, dtype=np.int64)
+    pairs = [(r, c) for r, c in links.items() if 0 <= r < idx.n and 0 <= c < idx.n]
+    pairs = [(r, c) for r, c in pairs if host[r] and host[c] and r != c]
+    if not pairs:
+        return resume_after
+    arr = np.asarray(pairs, dtype=np.int64)
+    ranges, calls = arr[:, 0], arr[:, 1]
+    start, end, thread = idx.start, idx.end, idx.thread
+    edges.add(
+        start_node[calls],
+        start_node[ranges],
+        start[ranges] - start[calls],
+        (LAUNCH, calls, LAUNCH_EDGE),
+    )
+    hs = hrows[np.lexsort((start[hrows], thread[hrows]))]
+    th, hst = thread[hs], start[hs]
+    t = thread[calls]
+    lo = np.searchsorted(th, t, side="left")
+    hi = np.searchsorted(th, t, side="right")
+    # the first start on the caller's thread at or after the range's end
+    nxt = np.full(len(ranges), -1, dtype=np.int64)
+    for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True)):
+        k = a + int(np.searchsorted(hst[a:b], end[ranges[i]], side="left"))
+        if k < b:
+            nxt[i] = hs[k]
+    ok = nxt >= 0
+    r_ok, n_ok = ranges[ok], nxt[ok]
+    np.maximum.at(resume_after, n_ok, end[r_ok])
+    edges.add(end_node[r_ok], start_node[n_ok], start[n_ok] - end[r_ok], (CPU, n_ok, RESUME))
+    return resume_after

@@ -1,0 +1,185 @@
+"""What the critical path's graph is made of: its labels and edge kinds, the :class:`Graph`,
+and the pieces the edge builders share (see :mod:`opscope.analysis.critical.graph`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import orjson
+
+if TYPE_CHECKING:
+    from opscope.trace.index import EventIndex
+
+LABELS = (
+    "cpu",
+    "data_loading",
+    "launch_overhead",
+    "gpu_compute",
+    "gpu_comm",
+    "kernel_kernel_gap",
+    "sync",
+    "wait_for_peer",
+)
+CPU, DATA, LAUNCH, COMPUTE, COMM, GAP, SYNC, WAIT = range(len(LABELS))
+NONE = -1  # an edge that carries no time (ordering only)
+
+# Edge kinds (why the edge exists), for what-if and the docs.
+EDGE_KINDS = (
+    "thread",
+    "span",
+    "launch",
+    "stream",
+    "wait",
+    "sync",
+    "resume",
+    "split",
+    "join",
+    "handoff",
+    "inferred",
+)
+(THREAD, SPAN, LAUNCH_EDGE, STREAM, CROSS, SYNC_EDGE, RESUME, SPLIT, JOIN, HANDOFF, INFERRED) = (
+    range(len(EDGE_KINDS))
+)
+
+# A gap between two works on a stream larger than this is not device overhead (HTA: 1.5 ms).
+GAP_LIMIT_NS = 1_500_000
+# A work that starts this soon after another stream's work ends, and later than everything
+# the trace shows it waiting for, waited for that work.
+INFER_SLACK_NS = 20_000
+# A sync call "waited for" work that ended at most this long after the call returned (the
+# clocks of host and device records differ by about a microsecond).
+SYNC_SLACK_NS = 1_000
+
+# Host events that take part: ops and runtime calls.  Annotations (``ProfilerStep#N``,
+# ``record_function`` ranges) are not work: time under one that no op accounts for is not on
+# the path (as in HTA), except a CPU backend's collective ranges, which are the work itself.
+HOST_KINDS = ("op", "runtime", "sync")
+# A launch call this many times its name's median, and this long, waited for a queue slot.
+BACK_PRESSURE = 10.0
+BACK_PRESSURE_MIN_NS = 50_000
+# Host calls that block until device work is done (lower-cased substrings).
+BLOCKING = ("synchronize", "kbl_exec_wait")
+DATA_LOADING = re.compile(r"dataloader|data_loader|_next_data|DataLoaderIter", re.IGNORECASE)
+HOST_COMM = re.compile(r"^gloo:")
+
+
+@dataclass
+class Graph:
+    """One rank's graph (or several ranks' concatenated by :mod:`.job`).
+
+    Node arrays: ``time`` (ns), ``row`` (the event's row in the index), ``role`` (0 start,
+    1 end, 2 mid).  Edge arrays: ``src``, ``dst``, ``weight`` (ns), ``label`` (index into
+    :data:`LABELS`, -1: no time), ``row`` (the attributed event's row, -1 none), ``kind``
+    (index into :data:`EDGE_KINDS`).  ``base`` holds each edge's weight before any what-if.
+    """
+
+    time: np.ndarray
+    row: np.ndarray
+    role: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    label: np.ndarray
+    edge_row: np.ndarray
+    kind: np.ndarray
+    rank: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.time)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.src)
+
+
+class Edges:
+    """Edge arrays gathered piece by piece."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def add(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        weight: np.ndarray | int,
+        what: tuple[np.ndarray | int, np.ndarray | int, np.ndarray | int],
+    ) -> None:
+        """Edges ``src -> dst`` of ``weight`` (negative: none); ``what`` is their label,
+        attributed row and kind (arrays, or one value for all)."""
+        label, row, kind = what
+        n = len(src)
+        if not n:
+            return
+
+        def full(v: np.ndarray | int) -> np.ndarray:
+            if isinstance(v, np.ndarray):
+                return v.astype(np.int64, copy=False)
+            return np.full(n, v, dtype=np.int64)
+
+        self.parts.append(
+            (
+                src.astype(np.int64, copy=False),
+                dst.astype(np.int64, copy=False),
+                np.maximum(full(weight), 0),
+                full(label),
+                full(row),
+                full(kind),
+            )
+        )
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        if not self.parts:
+            return tuple(np.zeros(0, dtype=np.int64) for _ in range(6))
+        return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(6))
+
+
+@dataclass
+class Build:
+    """What the edge builders share: the index, the window's host and device rows, the
+    nodes of each row and the edges gathered so far."""
+
+    idx: EventIndex
+    sel: np.ndarray  # the window (row mask)
+    host: np.ndarray  # host rows taking part (row mask)
+    work: np.ndarray  # device work taking part (row mask)
+    hrows: np.ndarray
+    drows: np.ndarray
+    start_node: np.ndarray  # per row, -1 when not a node
+    end_node: np.ndarray
+    edges: Edges
+
+
+def args_of(idx: EventIndex, row: int) -> dict[str, Any]:
+    text = idx.args_text(row)
+    if not text:
+        return {}
+    try:
+        out = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def under(idx: EventIndex, marked: np.ndarray) -> np.ndarray:
+    """Rows that are marked or have a marked ancestor in the op tree; runtime and device rows
+    through the op that issued them."""
+    out = marked.copy()
+    up = idx.tree_parent
+    act = np.flatnonzero(~out & (up >= 0))
+    cur = up[act]
+    while len(act):
+        hit = out[cur]
+        out[act[hit]] = True
+        act, cur = act[~hit], up[cur[~hit]]
+        keep = cur >= 0
+        act, cur = act[keep], cur[keep]
+    op = idx.op
+    issued = (op >= 0) & ~idx.is_framework
+    out[issued] |= out[op[issued]]
+    return np.asarray(out, dtype=bool)
