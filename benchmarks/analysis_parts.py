@@ -9,7 +9,8 @@ copy, its correlation / External / flow ids and profiler step numbers offset, so
 one-to-one (files kept under ``--tmp`` for the next run).  For each size the script loads the
 trace (``load(path, cache=False)``: the ingest time) and then times every part of the report
 in the order ``analyze`` needs them, each on first use: the event index and derived tables,
-the op/kernel tables, timeline, steps, roofline, each finding rule, the report dict.  Printed:
+the op/kernel tables, timeline, steps, roofline, each finding rule, the critical path (graph,
+section, finding savings), the report dict.  Printed:
 milliseconds, nanoseconds per event, and each part's ratio to the ingest of the same run; the
 best of ``--repeat`` runs (fresh loads; at most two above 200k events) is kept.  At a million
 events and more, wall times move from run to run with the kernel's page-fault work (fresh
@@ -109,6 +110,11 @@ def _run(path: Path, timed: Any) -> int:
     for rule in rules():
         found += timed(f"rule {rule.name}", lambda rule=rule: rule.run(ctx))
     rep.findings = [f.to_dict() for f in found]
+    from opscope.analysis.critical import section as C
+
+    graph = timed("critical path graph", lambda: C.rank_graph(tr, None, []))
+    rep.extra["critical_path"] = timed("critical path section", lambda: C.section(tr, graph))
+    timed("finding savings", lambda: C.finding_savings(tr, graph, rep.findings))
     timed("to_dict", rep.to_dict)
     return len(tr)
 

@@ -103,7 +103,54 @@ done:
     return result;
 }
 
+/* walk(pred, src, ends, out) -> int
+
+   For each node in ``ends`` (int64), the edges of the longest path ending there, last to
+   first, written one path after another into ``out`` (int64, writable, large enough: at most
+   one edge per node per path); returns the number written.  ``pred``/``src`` as longest()
+   gives and takes them.  A path stops at a node whose pred is -1, or after N edges (a guard:
+   pred never holds a cycle when longest() succeeded).  The caller finds each path's end by
+   its count, which it gets from ``counts`` (int64, writable, one per end). */
+static PyObject *walk(PyObject *self, PyObject *args) {
+    Py_buffer pb, sb, eb, ob, cb;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*", &pb, &sb, &eb, &ob, &cb)) return NULL;
+    const int64_t *pred = (const int64_t *)pb.buf, *src = (const int64_t *)sb.buf;
+    const int64_t *ends = (const int64_t *)eb.buf;
+    int64_t *out = (int64_t *)ob.buf, *counts = (int64_t *)cb.buf;
+    Py_ssize_t N = pb.len / 8, M = eb.len / 8, cap = ob.len / 8, E = sb.len / 8;
+    Py_ssize_t k = 0;
+    int bad = 0;
+    if (cb.len / 8 != M) bad = 1;
+    for (Py_ssize_t i = 0; i < M && !bad; i++) {
+        int64_t v = ends[i];
+        Py_ssize_t here = 0;
+        if (v < 0 || v >= N) { bad = 1; break; }
+        int64_t e = pred[v];
+        while (e >= 0 && here <= N) {
+            if (e >= E || k >= cap) { bad = 1; break; }
+            out[k++] = e;
+            here++;
+            v = src[e];
+            if (v < 0 || v >= N) { bad = 1; break; }
+            e = pred[v];
+        }
+        counts[i] = here;
+    }
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&eb);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&cb);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "walk: a node or edge out of range, or out too small");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(k);
+}
+
 static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS,
+     "walk(pred, src, ends, out, counts) -> edges written: the longest paths ending at ends"},
     {"longest", longest, METH_VARARGS,
      "longest(src, dst, weight, dist, pred) -> nodes reached: longest paths in a DAG"},
     {NULL, NULL, 0, NULL},

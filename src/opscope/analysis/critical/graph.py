@@ -240,7 +240,7 @@ def _split(
         np.concatenate([rows, rows]),
         np.concatenate([np.full(len(rows), SPLIT), np.full(len(rows), SPAN)]),
     )
-    return tuple(np.concatenate([o, x.astype(np.int64)]) for o, x in zip(out, extra, strict=True))
+    return tuple(np.concatenate([o, x.astype(o.dtype)]) for o, x in zip(out, extra, strict=True))
 
 
 __all__ = [

@@ -74,12 +74,17 @@ def host_chains(
     top_gap = ea & ~eb & (attributed < 0)
     w = np.where(top_gap, 0, w)
     att = np.maximum(attributed, 0)
-    # a blocking call's span weighs only what follows the device work it waited for
-    waited = (attributed >= 0) & (awaited_end[att] >= 0)
-    w = np.where(waited, np.maximum(0, tt[b] - np.maximum(tt[a], awaited_end[att])), w)
+    # a blocking call's span weighs only what follows the device work it waited for (the
+    # few such edges are found through a boolean mask, then adjusted alone)
+    waited = np.flatnonzero((awaited_end >= 0)[att] & (attributed >= 0))
+    wa = awaited_end[att[waited]]
+    w[waited] = np.maximum(0, tt[b[waited]] - np.maximum(tt[a[waited]], wa))
     # a thread idle while it waited for a CPU collective: only the time after it counts
-    resumed = ~eb & (resume_after[rb] >= 0)
-    w = np.where(resumed, np.maximum(0, tt[b] - np.maximum(tt[a], resume_after[rb])), w)
+    resumed_at = np.flatnonzero(~eb & (resume_after >= 0)[rb])
+    ra_ = resume_after[rb[resumed_at]]
+    w[resumed_at] = np.maximum(0, tt[b[resumed_at]] - np.maximum(tt[a[resumed_at]], ra_))
+    resumed = np.zeros(len(a), dtype=bool)
+    resumed[resumed_at] = True
     label = np.full(len(a), CPU, dtype=np.int64)
     label[data[att]] = DATA
     label[host_comm[att]] = COMM

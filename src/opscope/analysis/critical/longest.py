@@ -84,6 +84,30 @@ def longest_paths(
     return dist, pred
 
 
+def paths_to(nodes: np.ndarray, pred: np.ndarray, src: np.ndarray) -> list[np.ndarray]:
+    """The edges of the longest path ending at each of ``nodes``, first to last.  Meant for
+    paths in disjoint parts of one graph (the steps' paths): their edges fit in one buffer of
+    the node count; paths that share nodes are walked one by one."""
+    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+    if _native is not None and len(nodes):
+        out = np.empty(len(pred) + 1, dtype=np.int64)
+        counts = np.empty(len(nodes), dtype=np.int64)
+        try:
+            _native.walk(
+                np.ascontiguousarray(pred, dtype=np.int64),
+                np.ascontiguousarray(src, dtype=np.int64),
+                nodes,
+                out,
+                counts,
+            )
+        except ValueError:
+            pass  # shared nodes overflowed the buffer: one by one below
+        else:
+            offs = np.concatenate([[0], np.cumsum(counts)])
+            return [out[offs[i] : offs[i + 1]][::-1].copy() for i in range(len(nodes))]
+    return [path_to(int(v), pred, src) for v in nodes.tolist()]
+
+
 def path_to(node: int, pred: np.ndarray, src: np.ndarray) -> np.ndarray:
     """The edges of the longest path ending at ``node``, first to last."""
     out: list[int] = []
@@ -96,4 +120,4 @@ def path_to(node: int, pred: np.ndarray, src: np.ndarray) -> np.ndarray:
     return np.asarray(out[::-1], dtype=np.int64)
 
 
-__all__ = ["AVAILABLE", "CycleError", "longest_paths", "path_to"]
+__all__ = ["AVAILABLE", "CycleError", "longest_paths", "path_to", "paths_to"]

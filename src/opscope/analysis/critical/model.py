@@ -117,25 +117,26 @@ class Edges:
         if not n:
             return
 
-        def full(v: np.ndarray | int) -> np.ndarray:
+        def full(v: np.ndarray | int, dtype: type[np.integer[Any]] = np.int64) -> np.ndarray:
             if isinstance(v, np.ndarray):
-                return v.astype(np.int64, copy=False)
-            return np.full(n, v, dtype=np.int64)
+                return v.astype(dtype, copy=False)
+            return np.full(n, v, dtype=dtype)
 
         self.parts.append(
             (
                 src.astype(np.int64, copy=False),
                 dst.astype(np.int64, copy=False),
                 np.maximum(full(weight), 0),
-                full(label),
+                full(label, np.int8),  # small codes: less memory to move
                 full(row),
-                full(kind),
+                full(kind, np.int8),
             )
         )
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         if not self.parts:
-            return tuple(np.zeros(0, dtype=np.int64) for _ in range(6))
+            kinds = (np.int64, np.int64, np.int64, np.int8, np.int64, np.int8)
+            return tuple(np.zeros(0, dtype=k) for k in kinds)
         return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(6))
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opscope.analysis.critical.graph import LABELS, Graph
-from opscope.analysis.critical.longest import longest_paths
+from opscope.analysis.critical.longest import longest_paths, paths_to
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
@@ -45,19 +45,6 @@ def _by_label(graph: Graph, edges: np.ndarray, weight: np.ndarray) -> dict[str, 
     }
 
 
-def _walk(pred: np.ndarray, src: np.ndarray, node: int) -> np.ndarray:
-    out: list[int] = []
-    p = pred.tolist() if len(pred) < 4096 else pred
-    s = src
-    v = node
-    e = int(p[v])
-    while e >= 0:
-        out.append(e)
-        v = int(s[e])
-        e = int(p[v])
-    return np.asarray(out[::-1], dtype=np.int64)
-
-
 def solve(graph: Graph, weight: np.ndarray | None = None, keep: np.ndarray | None = None) -> Path:
     """The longest path through ``graph`` (edge weights ``weight``, default the graph's;
     only the edges where ``keep`` is True)."""
@@ -72,7 +59,7 @@ def solve(graph: Graph, weight: np.ndarray | None = None, keep: np.ndarray | Non
     if graph.n_nodes == 0:
         return Path(np.zeros(0, dtype=np.int64), 0, _by_label(graph, np.zeros(0, np.int64), w))
     end = int(np.argmax(dist))
-    edges = _walk(pred, src, end)
+    edges = paths_to(np.asarray([end], dtype=np.int64), pred, src)[0]
     return Path(edges, int(dist[end]), _by_label(graph, edges, w))
 
 
@@ -94,29 +81,93 @@ def step_paths(
     # the node of largest dist per step
     order = np.lexsort((-dist, node_step))
     ns = node_step[order]
-    first = np.searchsorted(ns, steps, side="left")
-    for s, i in zip(steps.tolist(), first.tolist(), strict=True):
-        node = int(order[i])
-        edges = _walk(pred, graph.src, node)
+    ends = order[np.searchsorted(ns, steps, side="left")]
+    walks = paths_to(ends, pred, graph.src)
+    for s, node, edges in zip(steps.tolist(), ends.tolist(), walks, strict=True):
         out[int(s)] = Path(edges, int(dist[node]), _by_label(graph, edges, w))
     return out
 
 
-def segments(
+@dataclass(frozen=True)
+class Pieces:
+    """A path's pieces, columnar: consecutive edges of one event, label and rank merged, edges
+    that carry no time left out.  ``row`` is the event's row (-1: none, untraced time),
+    ``start_ns`` where the piece begins on its rank's clock, ``dur_ns`` its time."""
+
+    rank: np.ndarray
+    label: np.ndarray
+    row: np.ndarray
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def dicts(self, idx: EventIndex) -> list[dict[str, Any]]:
+        """The pieces as the report's ``segments``: ``rank``, ``label``, ``name``,
+        ``event_id``, ``start_ns``, ``dur_us``."""
+        if not len(self):
+            return []
+        row = self.row
+        valid = row >= 0
+        safe = np.maximum(row, 0)
+        ids = np.where(valid, idx.ids[safe], -1).tolist()
+        codes = np.where(valid, idx.name.codes[safe], -1)
+        values = idx.name.values.tolist()
+        uniq, inv = np.unique(codes, return_inverse=True)
+        name_of = [str(values[c]) if c >= 0 else None for c in uniq.tolist()]
+        names = [name_of[k] for k in inv.tolist()]
+        labels = [LABELS[k] for k in self.label.tolist()]
+        durs = np.round(self.dur_ns / 1000.0, 3).tolist()
+        return [
+            {
+                "rank": rk,
+                "label": lb,
+                "name": nm,
+                "event_id": i if i >= 0 and nm is not None else None,
+                "start_ns": t,
+                "dur_us": d,
+            }
+            for rk, lb, nm, i, t, d in zip(
+                self.rank.tolist(), labels, names, ids, self.start_ns.tolist(), durs, strict=True
+            )
+        ]
+
+    def top(self, idx: EventIndex, n: int) -> list[dict[str, Any]]:
+        """The pieces summed per (label, event name), biggest first: ``label``, ``name``,
+        ``dur_us``, ``pieces``."""
+        if not len(self):
+            return []
+        codes = np.where(self.row >= 0, idx.name.codes[np.maximum(self.row, 0)], -1)
+        key = self.label.astype(np.int64) * (len(idx.name.values) + 1) + (codes + 1)
+        uniq, inv = np.unique(key, return_inverse=True)
+        total = np.bincount(inv, weights=self.dur_ns.astype(np.float64))
+        count = np.bincount(inv)
+        values = idx.name.values.tolist()
+        out = []
+        for k in np.lexsort((uniq, -total))[:n].tolist():
+            lab, code = divmod(int(uniq[k]), len(values) + 1)
+            out.append(
+                {
+                    "label": LABELS[lab],
+                    "name": str(values[code - 1]) if code > 0 else None,
+                    "dur_us": round(float(total[k]) / 1000.0, 3),
+                    "pieces": int(count[k]),
+                }
+            )
+        return out
+
+
+def pieces(
     graph: Graph,
     path: Path,
-    idx: EventIndex,
     weight: np.ndarray | None = None,
     rank_of_node: np.ndarray | None = None,
-) -> list[dict[str, Any]]:
-    """The path as pieces: consecutive edges of one event and label merged, edges that carry
-    no time left out.  Each piece: ``rank``, ``label``, ``name``, ``event_id``, ``start_ns``
-    (where the piece begins, on its rank's clock), ``dur_us``."""
+) -> Pieces:
+    """The path's :class:`Pieces` (``rank_of_node``: each node's rank, for a job's graph)."""
     w = graph.weight if weight is None else weight
     e = path.edges
     e = e[(w[e] > 0) & (graph.label[e] >= 0)]
-    if not len(e):
-        return []
     row, lab = graph.edge_row[e], graph.label[e]
     rank = (
         rank_of_node[graph.src[e]]
@@ -126,40 +177,21 @@ def segments(
     new = np.ones(len(e), dtype=bool)
     new[1:] = (row[1:] != row[:-1]) | (lab[1:] != lab[:-1]) | (rank[1:] != rank[:-1])
     first = np.flatnonzero(new)
-    sums = np.add.reduceat(w[e], first)
-    t0 = graph.time[graph.src[e[first]]]
-    rows = row[first]
-    valid = rows >= 0
-    ids = np.where(valid, idx.ids[np.maximum(rows, 0)], -1).tolist()
-    codes = idx.name.codes[np.maximum(rows, 0)]
-    values = [str(v) for v in idx.name.values.tolist()]
-    name_of = [values[c] if c >= 0 else None for c in np.unique(codes).tolist()]
-    uniq, inv = np.unique(codes, return_inverse=True)
-    del uniq
-    names = [name_of[i] for i in inv.tolist()]
-    ok = valid.tolist()
-    durs = np.round(sums / 1000.0, 3).tolist()
-    out: list[dict[str, Any]] = [
-        {
-            "rank": rk,
-            "label": LABELS[lb],
-            "name": nm if v else None,
-            "event_id": i if v else None,
-            "start_ns": t,
-            "dur_us": d,
-        }
-        for rk, lb, nm, i, t, d, v in zip(
-            rank[first].tolist(),
-            lab[first].tolist(),
-            names,
-            ids,
-            t0.tolist(),
-            durs,
-            ok,
-            strict=True,
-        )
-    ]
-    return out
+    sums = np.add.reduceat(w[e], first) if len(e) else np.zeros(0, dtype=np.int64)
+    # a piece begins where its time begins: its first edge's end less that edge's weight
+    t0 = graph.time[graph.dst[e[first]]] - w[e[first]]
+    return Pieces(rank[first], lab[first], row[first], t0, sums)
 
 
-__all__ = ["Path", "segments", "solve", "step_paths"]
+def segments(
+    graph: Graph,
+    path: Path,
+    idx: EventIndex,
+    weight: np.ndarray | None = None,
+    rank_of_node: np.ndarray | None = None,
+) -> list[dict[str, Any]]:
+    """The path as the report's ``segments`` (see :meth:`Pieces.dicts`)."""
+    return pieces(graph, path, weight, rank_of_node).dicts(idx)
+
+
+__all__ = ["Path", "Pieces", "pieces", "segments", "solve", "step_paths"]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opscope.analysis.critical.graph import LABELS, SPAN, SPLIT, Graph, acyclic, build, under
-from opscope.analysis.critical.path import Path, segments, solve, step_paths
+from opscope.analysis.critical.path import Path, pieces, solve, step_paths
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
@@ -147,8 +147,9 @@ def section(
 ) -> dict[str, Any]:
     """The ``critical_path`` section of one rank (see the module docstring)."""
     idx = trace.index
-    path = solve(graph, weight)
-    segs = segments(graph, path, idx, weight)
+    path = solve(graph, weight) if weight is not None else window_path(trace, graph)
+    parts = pieces(graph, path, weight)
+    segs = parts.dicts(idx)
     per_step = step_paths(graph, node_steps(idx, graph), weight)
     steps = [
         {
@@ -168,7 +169,7 @@ def section(
         "bound_by_us": bound_by_us(path.by_label),
         "steps": steps,
         "segments": segs,
-        "top": _top(segs),
+        "top": parts.top(idx, TOP),
         "nodes": graph.n_nodes,
         "edges": graph.n_edges,
         "method": METHOD,
@@ -272,6 +273,59 @@ def what_if(trace: Trace, graph: Graph, spec: str) -> dict[str, Any]:
 _WINDOW_KINDS = frozenset({"idle_gaps", "launch_bound"})
 
 
+class _OnPath:
+    """The window path's timed edges, searchable by the framework op they lie under: each
+    edge's *anchor* is its event if a framework event, else the op that issued it."""
+
+    def __init__(self, idx: EventIndex, graph: Graph, path: Path) -> None:
+        e = path.edges
+        e = e[(graph.weight[e] > 0) & (graph.label[e] >= 0)]
+        self.rows = graph.edge_row[e]
+        self.w = graph.weight[e]
+        self.t1 = graph.time[graph.dst[e]]
+        self.t0 = self.t1 - self.w
+        safe = np.maximum(self.rows, 0)
+        anchor = np.where(idx.is_framework[safe], safe, idx.op[safe])
+        anchor = np.where((self.rows >= 0) & (anchor >= 0), anchor, -1)
+        ok = np.flatnonzero(anchor >= 0)
+        a = anchor[ok]
+        order = np.lexsort((idx.start[a], idx.thread[a]))
+        self.edge_of = ok[order]  # timed-edge positions sorted by (anchor thread, start)
+        self.a_thread = idx.thread[a][order]
+        self.a_start = idx.start[a][order]
+        self.a_end = idx.end[a][order]
+        by_row = np.argsort(self.rows, kind="stable")
+        self.by_row, self.sorted_rows = by_row, self.rows[by_row]
+        self.idx = idx
+
+    def under(self, rows: np.ndarray) -> np.ndarray:
+        """Positions of the timed edges attributed to ``rows`` or lying under them (the ops
+        under a framework row and the work they launched)."""
+        idx = self.idx
+        hits: list[np.ndarray] = []
+        for r in np.unique(rows[rows >= 0]).tolist():
+            lo = np.searchsorted(self.sorted_rows, r, side="left")
+            hi = np.searchsorted(self.sorted_rows, r, side="right")
+            hits.append(self.by_row[lo:hi])
+            if not idx.is_framework[r]:
+                continue
+            th = idx.thread[r]
+            t_lo = np.searchsorted(self.a_thread, th, side="left")
+            t_hi = np.searchsorted(self.a_thread, th, side="right")
+            s = self.a_start[t_lo:t_hi]
+            k0 = t_lo + int(np.searchsorted(s, idx.start[r], side="left"))
+            k1 = t_lo + int(np.searchsorted(s, idx.end[r], side="right"))
+            inside = np.flatnonzero(self.a_end[k0:k1] <= idx.end[r]) + k0
+            hits.append(self.edge_of[inside])
+        return np.unique(np.concatenate(hits)) if hits else np.zeros(0, dtype=np.int64)
+
+
+def window_path(trace: Trace, graph: Graph) -> Path:
+    """The graph's window path with its own weights (kept on the index with the graph)."""
+    path: Path = trace.index.memo(f"critical.path:{id(graph)}", lambda: solve(graph))
+    return path
+
+
 def finding_savings(
     trace: Trace, graph: Graph, findings: Sequence[Mapping[str, Any]]
 ) -> list[float]:
@@ -281,13 +335,8 @@ def finding_savings(
     the device work they launched); for gaps (idle device, launch-bound), the path's pieces
     inside the evidence time ranges.  A finding with no evidence keeps its time at stake."""
     idx = trace.index
-    path = solve(graph)
-    e = path.edges
-    e = e[(graph.weight[e] > 0) & (graph.label[e] >= 0)]
-    rows, w = graph.edge_row[e], graph.weight[e]
-    # the time an edge accounts for: its weight, ending where the edge ends
-    t1 = graph.time[graph.dst[e]]
-    t0 = t1 - w
+    on_path = _OnPath(idx, graph, window_path(trace, graph))
+    w, t0, t1 = on_path.w, on_path.t0, on_path.t1
     out: list[float] = []
     for f in findings:
         at_stake = float(f.get("time_at_stake_us") or 0.0)
@@ -303,11 +352,8 @@ def finding_savings(
             for a, b in ranges:
                 on += float(np.clip(np.minimum(t1, b) - np.maximum(t0, a), 0, None).sum())
         elif ids:
-            r = idx.rows_of(np.asarray(ids, dtype=np.int64))
-            mark = np.zeros(idx.n, dtype=bool)
-            mark[r[r >= 0]] = True
-            mark = under(idx, mark)
-            on = float(w[(rows >= 0) & mark[np.maximum(rows, 0)]].sum())
+            hit = on_path.under(idx.rows_of(np.asarray(ids, dtype=np.int64)))
+            on = float(w[hit].sum())
         else:
             out.append(round(at_stake, 3))
             continue
@@ -325,4 +371,5 @@ __all__ = [
     "scaled_weights",
     "section",
     "what_if",
+    "window_path",
 ]
