@@ -276,3 +276,17 @@ def test_engine_section_in_text_html_and_the_explorer(
     assert max(len(line) for line in shown.splitlines()) <= 100
     section = html.sections(data)  # the static page and the explorer's Summary both show it
     assert "NeuronCore engines" in section and ex["bound"] in section
+
+
+def test_the_critical_path_runs_through_the_neuroncore(
+    case: tuple[str, Any, dict[str, Any]],
+) -> None:
+    """The reference study's step is device-bound: the NeuronCore execution is most of the
+    path, the host waits in ``neuron_synchronize`` (its return is on the path as sync)."""
+    _, report, exp = case
+    cp = report.to_dict()["critical_path"]
+    execs = [s for s in cp["segments"] if s["label"] == "gpu_compute"]
+    assert sum(s["dur_us"] for s in execs) == pytest.approx(exp["device_total_us"], abs=1e-6)
+    assert max(cp["bound_by_us"], key=cp["bound_by_us"].get) == "gpu_compute"
+    assert any(s["label"] == "sync" and s["name"] == "neuron_synchronize" for s in cp["segments"])
+    assert cp["length_us"] <= cp["wall_us"] + 1e-6
