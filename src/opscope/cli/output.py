@@ -19,9 +19,10 @@ def positive_int(text: str) -> int:
     return value
 
 
-def write_output(text: str, output: str | None) -> None:
-    """Write ``text`` to ``output`` (and say so on stderr), or to stdout when it is None; a
-    file that cannot be written is a one-line :class:`~opscope.errors.OpscopeError`."""
+def write_output(text: str | bytes, output: str | None) -> None:
+    """Write ``text`` (a string, or UTF-8 bytes written as they are) to ``output`` (and say so
+    on stderr), or to stdout when it is None; a file that cannot be written is a one-line
+    :class:`~opscope.errors.OpscopeError`."""
     from opscope.errors import OpscopeError
 
     if output:
@@ -29,9 +30,20 @@ def write_output(text: str, output: str | None) -> None:
         if not path.parent.is_dir():
             raise OpscopeError(f"-o {output}: no folder {path.parent} (create it first)")
         try:
-            path.write_text(text, encoding="utf-8")
+            if isinstance(text, bytes):
+                path.write_bytes(text)
+            else:
+                path.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise OpscopeError(f"-o {output}: {exc.strerror or exc}") from None
         print(f"wrote {output}", file=sys.stderr)
+    elif isinstance(text, bytes):
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:  # a text-only stream (redirected in-process)
+            sys.stdout.write(text.decode())
+        else:
+            sys.stdout.flush()
+            buffer.write(text)
+            buffer.flush()
     else:
         sys.stdout.write(text)

@@ -121,10 +121,11 @@ def run(args: argparse.Namespace) -> int:
                 render_text(data["roofline"], top=args.top, width=max(console.width, 120))
             )
         return 0
+    text: str | bytes
     if args.format == "json":
         from opscope.render import json_render
 
-        text = json_render.render(data)
+        text = json_render.render_bytes(data)
     elif args.format == "md":
         from opscope.render import markdown
 
