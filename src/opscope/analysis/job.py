@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from opscope.analysis.critical.path import plain
 from opscope.analysis.findings.base import finding_key
 from opscope.analysis.kernels import KernelRow
 from opscope.analysis.optable import OpRow, OpTable
@@ -110,7 +111,7 @@ class RankReport:
             "findings": self.findings,
             "roofline": self.roofline.to_dict() if self.roofline is not None else None,
             "collectives": self.collectives,
-            "extra": self.extra,
+            "extra": plain(self.extra),  # JSON-ready: the path's segments as a list
         }
 
     @classmethod

@@ -21,6 +21,7 @@ from opscope.analysis.collective_match import match_collectives, stragglers
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.critical import section as critical
 from opscope.analysis.critical.job import job_critical_path
+from opscope.analysis.critical.path import plain
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.job import RankReport
@@ -96,7 +97,12 @@ class Report:
             },
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, lazy: bool = False) -> dict[str, Any]:
+        """The ``opscope.report/1`` document, plain JSON-ready data.  ``lazy``: keep the
+        critical path's ``segments`` as a :class:`~opscope.analysis.critical.path.Segments`
+        sequence (built only when read; ``orjson.dumps(doc, default=json_default)`` writes
+        it in one C pass): what the front-ends take, since a large path has a million
+        pieces that a text report never reads."""
         head = self.head()
         device = {**head["device"], "peaks": {}}
         if self.ops.device_is_host:
@@ -122,7 +128,7 @@ class Report:
         if self.roofline is not None:
             annotate(out, self.roofline)
             out["roofline"] = self.roofline.to_dict()
-        return out
+        return out if lazy else plain(out)
 
     def _in_window(self, step: int) -> bool:
         if self.window_steps is None:

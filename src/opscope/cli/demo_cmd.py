@@ -125,7 +125,14 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         import orjson
 
-        sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        from opscope.analysis.critical.path import json_default
+
+        sys.stdout.write(
+            orjson.dumps(
+                result.to_dict(), default=json_default, option=orjson.OPT_INDENT_2
+            ).decode()
+            + "\n"
+        )
     else:
         from opscope.render.demo import render_study
 

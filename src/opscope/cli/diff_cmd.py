@@ -45,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         import orjson
 
-        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
+        from opscope.analysis.critical.path import json_default
+
+        text = orjson.dumps(data, default=json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
         from opscope.render import diff as r
 

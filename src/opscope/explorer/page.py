@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from opscope.analysis.critical.path import json_default
+
 
 def asset(name: str) -> str:
     """The text of a packaged asset (``static/<name>``)."""
@@ -29,7 +31,9 @@ def _csp_hash(text: str) -> str:
 
 def json_script(element_id: str, data: Any) -> str:
     """An inert JSON data block; ``<`` escaped so nothing in it can end the element."""
-    payload = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).replace(b"<", b"\\u003c")
+    payload = orjson.dumps(data, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY).replace(
+        b"<", b"\\u003c"
+    )
     return f'<script type="application/json" id="{element_id}">{payload.decode()}</script>'
 
 

@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from opscope.analysis.critical.path import json_default
 from opscope.explorer.data import Session
 from opscope.explorer.page import asset, server_page
 from opscope.render import html
@@ -168,7 +169,7 @@ class Handler(BaseHTTPRequestHandler):
         if result is None:
             self._error(HTTPStatus.NOT_FOUND, "no such item")
             return
-        body = orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)
+        body = orjson.dumps(result, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY)
         self._send(HTTPStatus.OK, body, "application/json")
 
     def _refuse(self) -> None:

@@ -57,11 +57,12 @@ class OpenTrace:
 
     @property
     def data(self) -> dict[str, Any]:
-        """The ``opscope.report/1`` document."""
+        """The ``opscope.report/1`` document, its critical path's segments lazy (see
+        :meth:`Report.to_dict`; serialise with ``default=json_default``)."""
         report = self.report
         with self._lock:
             if self._data is None:
-                self._data = report.to_dict()
+                self._data = report.to_dict(lazy=True)
             return self._data
 
     def prefetch(self) -> threading.Thread:

@@ -13,13 +13,22 @@ are dropped and the same computation gives every step's own path at once.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+import orjson
 
 from opscope.analysis.critical.graph import LABELS, Graph
 from opscope.analysis.critical.longest import longest_paths, paths_to
+
+_pieces: ModuleType | None
+try:
+    from opscope.analysis.critical import _pieces
+except ImportError:  # built without a C compiler: the dicts, through orjson
+    _pieces = None
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
@@ -158,6 +167,95 @@ class Pieces:
         return out
 
 
+class Segments(Sequence[dict[str, Any]]):
+    """The report's ``segments`` kept columnar (a sequence of dicts, built on first use).
+
+    A large path has a piece per host event (1.3M on an 800k-event CPU-bound trace): a report
+    rendered as text or served to the explorer never builds them, and JSON writers take
+    :meth:`json` (written in one C pass; see :func:`json_default`).  Reading it as a sequence
+    (``len``, indexing, iteration, ``list(...)``) gives the dicts :meth:`Pieces.dicts` makes."""
+
+    def __init__(self, parts: Pieces, idx: EventIndex) -> None:
+        self.parts = parts
+        self._idx = idx
+        self._list: list[dict[str, Any]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.parts)
+
+    def _items(self) -> list[dict[str, Any]]:
+        if self._list is None:
+            self._list = self.parts.dicts(self._idx)
+        return self._list
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self._items()[i]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._items())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Segments):
+            return self._items() == other._items()
+        if isinstance(other, list):
+            return self._items() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Segments({len(self)} pieces)"
+
+    def json(self) -> bytes:
+        """The segments as a JSON array, as ``orjson.dumps(list(self))`` writes it."""
+        if _pieces is None or not len(self):
+            return orjson.dumps(self._items())
+        idx, p = self._idx, self.parts
+        valid = p.row >= 0
+        safe = np.maximum(p.row, 0)
+        codes = np.where(valid, idx.name.codes[safe], -1)
+        uniq, inv = np.unique(codes, return_inverse=True)
+        values = idx.name.values.tolist()
+        used = [c for c in uniq.tolist() if c >= 0]
+        names = tuple(orjson.dumps(str(values[c])) for c in used)
+        base = 1 if len(uniq) and uniq[0] < 0 else 0
+        name = np.where(codes >= 0, inv.astype(np.int64) - base, -1)
+        eid = np.where(valid & (codes >= 0), idx.ids[safe], -1)
+        out: bytes = _pieces.dumps(
+            np.ascontiguousarray(p.rank, dtype=np.int64),
+            np.ascontiguousarray(p.label, dtype=np.int64),
+            np.ascontiguousarray(name, dtype=np.int64),
+            np.ascontiguousarray(eid, dtype=np.int64),
+            np.ascontiguousarray(p.start_ns, dtype=np.int64),
+            np.ascontiguousarray(p.dur_ns, dtype=np.int64),
+            tuple(orjson.dumps(x) for x in LABELS),
+            names,
+        )
+        return out
+
+
+def json_default(obj: Any) -> Any:
+    """``default=`` for ``orjson.dumps`` of report data: :class:`Segments` as their JSON."""
+    if isinstance(obj, Segments):
+        return orjson.Fragment(obj.json())
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def plain(data: Any) -> Any:
+    """``data`` with every :class:`Segments` made a list (for ``json``, ``==`` and pickling)."""
+    if isinstance(data, Segments):
+        return list(data)
+    if isinstance(data, dict):
+        return {k: plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [plain(v) for v in data]
+    return data
+
+
 def pieces(
     graph: Graph,
     path: Path,
@@ -194,4 +292,14 @@ def segments(
     return pieces(graph, path, weight, rank_of_node).dicts(idx)
 
 
-__all__ = ["Path", "Pieces", "pieces", "segments", "solve", "step_paths"]
+__all__ = [
+    "Path",
+    "Pieces",
+    "Segments",
+    "json_default",
+    "pieces",
+    "plain",
+    "segments",
+    "solve",
+    "step_paths",
+]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opscope.analysis.critical.graph import LABELS, SPAN, SPLIT, Graph, acyclic, build, under
-from opscope.analysis.critical.path import Path, pieces, solve, step_paths
+from opscope.analysis.critical.path import Path, Segments, pieces, solve, step_paths
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
@@ -149,7 +149,7 @@ def section(
     idx = trace.index
     path = solve(graph, weight) if weight is not None else window_path(trace, graph)
     parts = pieces(graph, path, weight)
-    segs = parts.dicts(idx)
+    segs = Segments(parts, idx)
     per_step = step_paths(graph, node_steps(idx, graph), weight)
     steps = [
         {
