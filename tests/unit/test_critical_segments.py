@@ -68,3 +68,11 @@ def test_the_report_json_holds_every_segment() -> None:
         orjson.loads(text)["critical_path"]["segments"]
         == rep.to_dict()["critical_path"]["segments"]
     )
+
+
+def test_take_builds_only_the_chosen_segments() -> None:
+    rep = analyze(_doc().trace())
+    seg = rep.to_dict(lazy=True)["critical_path"]["segments"]
+    pos = np.asarray([len(seg) - 1, 0])
+    assert seg.take(pos) == [list(seg)[-1], list(seg)[0]]
+    assert seg.durations_us().tolist() == [s["dur_us"] for s in seg]

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from opscope.analysis.critical.path import Segments
+
 if TYPE_CHECKING:
     from opscope.trace.viewport import Viewport
 
@@ -35,13 +37,19 @@ def drawn_path(
     ``row``, ``t`` and ``dur_ns``.  More than ``limit`` segments: the ``limit`` longest are
     kept, in path order, and ``truncated`` is true.  Also ``segments_total`` (the report's
     count) and ``origin_ns`` (as a string, like ``/api/lanes``)."""
-    segs = list(section.get("segments") or [])
-    total = len(segs)
+    raw = section.get("segments") or []
+    total = len(raw)
     keep = np.arange(total)
-    if total > limit:
-        dur = np.asarray([float(s.get("dur_us") or 0.0) for s in segs], dtype=np.float64)
-        keep = np.sort(np.argsort(-dur, kind="stable")[: max(0, limit)])
-    chosen = [segs[k] for k in keep.tolist()]
+    if isinstance(raw, Segments):  # columnar: only the kept ones become dicts
+        if total > limit:
+            keep = np.sort(np.argsort(-raw.durations_us(), kind="stable")[: max(0, limit)])
+        chosen = raw.take(keep)
+    else:
+        segs = list(raw)
+        if total > limit:
+            dur = np.asarray([float(s.get("dur_us") or 0.0) for s in segs], dtype=np.float64)
+            keep = np.sort(np.argsort(-dur, kind="stable")[: max(0, limit)])
+        chosen = [segs[k] for k in keep.tolist()]
     ids = np.asarray(
         [-1 if s.get("event_id") is None else int(s["event_id"]) for s in chosen], dtype=np.int64
     )

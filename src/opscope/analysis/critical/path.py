@@ -210,6 +210,24 @@ class Segments(Sequence[dict[str, Any]]):
     def __repr__(self) -> str:
         return f"Segments({len(self)} pieces)"
 
+    def take(self, positions: np.ndarray) -> list[dict[str, Any]]:
+        """The dicts of the segments at ``positions`` only (none of the others is built)."""
+        if self._list is not None:
+            return [self._list[k] for k in positions.tolist()]
+        p = self.parts
+        sub = Pieces(
+            p.rank[positions],
+            p.label[positions],
+            p.row[positions],
+            p.start_ns[positions],
+            p.dur_ns[positions],
+        )
+        return sub.dicts(self._idx)
+
+    def durations_us(self) -> np.ndarray:
+        """Each segment's ``dur_us`` (as the dicts hold it), without building them."""
+        return np.round(self.parts.dur_ns / 1000.0, 3)
+
     def json(self) -> bytes:
         """The segments as a JSON array, as ``orjson.dumps(list(self))`` writes it."""
         if _pieces is None or not len(self):
