@@ -74,5 +74,6 @@ def test_take_builds_only_the_chosen_segments() -> None:
     rep = analyze(_doc().trace())
     seg = rep.to_dict(lazy=True)["critical_path"]["segments"]
     pos = np.asarray([len(seg) - 1, 0])
-    assert seg.take(pos) == [list(seg)[-1], list(seg)[0]]
+    items = list(seg)
+    assert seg.take(pos) == [items[-1], items[0]]
     assert seg.durations_us().tolist() == [s["dur_us"] for s in seg]
