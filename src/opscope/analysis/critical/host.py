@@ -83,15 +83,15 @@ def host_chains(
     resumed_at = np.flatnonzero(~eb & (resume_after >= 0)[rb])
     ra_ = resume_after[rb[resumed_at]]
     w[resumed_at] = np.maximum(0, tt[b[resumed_at]] - np.maximum(tt[a[resumed_at]], ra_))
-    resumed = np.zeros(len(a), dtype=bool)
-    resumed[resumed_at] = True
-    label = np.full(len(a), CPU, dtype=np.int64)
+    label = np.full(len(a), CPU, dtype=np.int8)
     label[data[att]] = DATA
     label[host_comm[att]] = COMM
     label[blocking[att] & (attributed >= 0)] = SYNC
     label[top_gap] = NONE
-    kind = np.where(resumed, RESUME, THREAD)
-    edges.add(nodes[a], nodes[b], w, (label, np.where(top_gap, -1, attributed), kind))
+    kind = np.full(len(a), THREAD, dtype=np.int8)
+    kind[resumed_at] = RESUME
+    attributed[top_gap] = -1
+    edges.add(nodes[a], nodes[b], w, (label, attributed, kind))
     handoffs(bd, parent)
 
 

@@ -122,11 +122,14 @@ class Edges:
                 return v.astype(dtype, copy=False)
             return np.full(n, v, dtype=dtype)
 
+        w = full(weight)
+        if w.min() < 0:
+            w = np.maximum(w, 0)
         self.parts.append(
             (
                 src.astype(np.int64, copy=False),
                 dst.astype(np.int64, copy=False),
-                np.maximum(full(weight), 0),
+                w,
                 full(label, np.int8),  # small codes: less memory to move
                 full(row),
                 full(kind, np.int8),
