@@ -402,3 +402,11 @@ _json_values = st.recursive(
 def test_any_event_shapes(tmp_path: Path, events: list[Any], wrap: bool) -> None:
     doc: Any = {"traceEvents": events} if wrap else events
     _load_bytes(tmp_path, json.dumps(doc).encode())
+
+
+def test_a_byte_that_is_not_utf8_in_args_loads(tmp_path: Path) -> None:
+    # found by test_any_byte_mutation: byte 0x80 inside an event's args, on the path that
+    # decodes events one by one
+    data = bytearray(_SMALL)
+    data[972] = 128
+    _load_bytes(tmp_path, bytes(data))

@@ -21,6 +21,7 @@ the same conversion code serves both decoders:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from itertools import repeat
@@ -375,7 +376,11 @@ class StructRows:
                 out[f] = v
         raw = bytes(e.args)
         if raw != b"{}":
-            out["args"] = loads(raw)
+            try:
+                out["args"] = loads(raw)
+            except ValueError:  # bytes that are not UTF-8: kept with replacement characters
+                with contextlib.suppress(ValueError):  # else the event stays, without args
+                    out["args"] = loads(raw.decode("utf-8", "replace").encode())
         return out
 
     def ids(self) -> list[Any]:

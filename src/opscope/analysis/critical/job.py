@@ -30,6 +30,7 @@ from opscope.analysis.critical.section import (
     METHOD,
     _top,
     _us,
+    _wall,
     bound_by_us,
     parse_what_if,
     rank_graph,
@@ -255,7 +256,7 @@ def job_critical_path(
         "scope": "job",
         "ranks": ranks,
         "length_us": _us(path.length_ns),
-        "wall_us": _job_wall(per_rank),
+        "wall_us": _us(_wall(job, path)),
         "bound_by_us": bound_by_us(path.by_label),
         "by_rank_us": _by_rank(job, path, node_rank),
         "steps": [
@@ -263,6 +264,7 @@ def job_critical_path(
                 "step": s,
                 "rank": None,
                 "length_us": _us(p.length_ns),
+                "wall_us": _us(_wall(job, p)),
                 "bound_by_us": bound_by_us(p.by_label),
                 "by_rank_us": _by_rank(job, p, node_rank),
             }
@@ -310,11 +312,6 @@ def _by_rank(job: Graph, path: Path, node_rank: np.ndarray) -> dict[str, float]:
     for rank in np.unique(r[r >= 0]).tolist():
         out[str(rank)] = _us(int(job.weight[e[r == rank]].sum()))
     return out
-
-
-def _job_wall(per_rank: Mapping[int, Mapping[str, Any]]) -> float | None:
-    walls = [float(s["wall_us"]) for s in per_rank.values() if s.get("wall_us") is not None]
-    return max(walls) if walls else None
 
 
 def _segments(
