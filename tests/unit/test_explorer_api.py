@@ -289,3 +289,25 @@ def test_summary_sections_come_from_the_api_once_analysed(server: ExplorerServer
     assert isinstance(sec["html"], str)
     assert "<script" not in sec["html"].lower()
     assert "Roofline" in sec["html"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "/api/event?id=99999999999999999999",
+        "/api/event?id=1e400",
+        "/api/event?id=-1e400",
+        "/api/event?id=nan",
+        "/api/chain?id=99999999999999999999",
+        "/api/collective?event=99999999999999999999",
+        "/api/events?t0=0&t1=1e30&px=10",
+        "/api/events?lanes=99999999999999999999&t0=0&t1=5&px=10",
+        "/api/events?lanes=-1&t0=0&t1=5&px=10",
+    ],
+)
+def test_out_of_range_parameters_are_answered(server: ExplorerServer, query: str) -> None:
+    # every request gets an answer: a bad parameter is a 400 (or 404), never a dropped
+    # connection
+    res, body = get(server, query)
+    assert res.status in (400, 404), (res.status, body)
+    assert orjson.loads(body)["error"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import zlib
 from pathlib import Path
 from typing import Any
@@ -410,3 +411,27 @@ def test_a_byte_that_is_not_utf8_in_args_loads(tmp_path: Path) -> None:
     data = bytearray(_SMALL)
     data[972] = 128
     _load_bytes(tmp_path, bytes(data))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_special_files_are_refused_in_one_line(tmp_path: Path) -> None:
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    for path, kind in (
+        (Path("/dev/null"), "character device"),
+        (fifo, "named pipe"),
+        (zero, "character device"),
+    ):
+        with pytest.raises(TraceError, match=kind) as info:
+            load(path, cache=False)
+        assert "\n" not in str(info.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_special_file_in_a_folder_of_ranks_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "rank0.json").write_bytes(_SMALL)
+    os.mkfifo(tmp_path / "rank1.json")
+    trace = load(tmp_path, cache=False)
+    assert any("rank1.json" in w and "named pipe" in w for w in trace.meta.warnings)

@@ -26,6 +26,7 @@ and ``nosniff`` on every answer; only GET/HEAD.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Callable
 from http import HTTPStatus
@@ -66,9 +67,15 @@ def _int(q: dict[str, list[str]], key: str, default: int | None = None) -> int:
             raise BadRequest(f"missing parameter {key}")
         return default
     try:
-        return int(float(vals[0]))
+        value = float(vals[0])
     except ValueError:
         raise BadRequest(f"parameter {key} must be a number") from None
+    if not math.isfinite(value) or not _INT64_MIN <= value <= _INT64_MAX:
+        raise BadRequest(f"parameter {key} is out of range")
+    return int(value)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1024  # the last float below 2**63 that fits
 
 
 def _side(q: dict[str, list[str]]) -> str:
@@ -80,9 +87,12 @@ def _lanes(q: dict[str, list[str]]) -> list[int] | None:
     if not text:
         return None
     try:
-        return [int(x) for x in text.split(",") if x]
+        lanes = [int(x) for x in text.split(",") if x]
     except ValueError:
         raise BadRequest("lanes must be comma-separated integers") from None
+    if any(not 0 <= x < 2**31 for x in lanes):
+        raise BadRequest("lanes out of range")
+    return lanes
 
 
 Endpoint = Callable[[Session, dict[str, list[str]]], Any]
@@ -165,6 +175,12 @@ class Handler(BaseHTTPRequestHandler):
             return
         except ServiceError as exc:  # a question with no answer here (no collective...)
             self._error(HTTPStatus.NOT_FOUND, str(exc))
+            return
+        except (OverflowError, ValueError) as exc:  # a parameter the service cannot take
+            self._error(HTTPStatus.BAD_REQUEST, f"bad parameter: {exc}")
+            return
+        except Exception as exc:  # a defect: answer it, never drop the connection
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
             return
         if result is None:
             self._error(HTTPStatus.NOT_FOUND, "no such item")

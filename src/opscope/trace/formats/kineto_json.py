@@ -47,6 +47,8 @@ def find_trace_files(path: Path) -> list[Path]:
         raise TraceError(f"{path}: no such file or folder")
     if path.is_file():
         return [path]
+    if not path.is_dir():
+        raise TraceError(f"{path}: not a regular file or folder ({_kind(path)}): not a trace")
     ranks = path / "traces"
     if ranks.is_dir():
         files = sorted(p for p in ranks.iterdir() if is_trace_file(p))
@@ -59,6 +61,39 @@ def find_trace_files(path: Path) -> list[Path]:
     if not files:
         raise TraceError(f"{path}: no trace files (*.json, *.json.gz) in this folder")
     return _rank_sorted(files)
+
+
+def _kind(path: Path) -> str:
+    """What a path that is neither a regular file nor a folder is."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return exc.strerror or "unreadable"
+    for test, name in (
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def special_files(folder: Path) -> list[str]:
+    """Entries of a folder named like traces that are not regular files (pipes, devices,
+    links to them): skipped, and said so."""
+    out: list[str] = []
+    if not folder.is_dir():
+        return out
+    for p in sorted(folder.iterdir()):
+        name = p.name
+        traced = name.endswith((".json", ".json.gz")) and name not in _NOT_TRACES
+        if traced and not p.is_file() and not p.is_dir():
+            out.append(f"{p}: skipped, not a regular file ({_kind(p)})")
+    return out
 
 
 def _rank_sorted(files: list[Path]) -> list[Path]:
@@ -86,7 +121,11 @@ def load(
     with ingest_memory_pool():
         parts = _load_files(files, cache, max_bytes, workers)
         ranks = assign_ranks(files, parts)
-        return combine(files, parts, ranks)
+        trace = combine(files, parts, ranks)
+    if path.is_dir():
+        skipped = special_files(path) + special_files(path / "traces")
+        trace.meta.warnings.extend(skipped)
+    return trace
 
 
 def _load_files(
