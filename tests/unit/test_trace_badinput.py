@@ -435,3 +435,23 @@ def test_a_special_file_in_a_folder_of_ranks_is_skipped_with_a_warning(tmp_path:
     os.mkfifo(tmp_path / "rank1.json")
     trace = load(tmp_path, cache=False)
     assert any("rank1.json" in w and "named pipe" in w for w in trace.meta.warnings)
+
+
+def test_a_gzip_that_inflates_far_past_its_size_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opscope.trace import readers
+
+    monkeypatch.setattr(readers, "INFLATE_FLOOR_BYTES", 1 << 20)  # the bound past 1 MiB here
+    body = (
+        b'{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1,"pid":1,"tid":1},'
+        + b" " * (16 << 20)
+        + b'{"ph":"X","name":"b","ts":3,"dur":1,"pid":1,"tid":1}]}'
+    )
+    path = tmp_path / "bomb.json.gz"
+    path.write_bytes(gzip.compress(body, 9))  # about 16 KiB: over 1000x
+    with pytest.raises(TraceError, match="inflates over 200x") as info:
+        load(path, cache=False)
+    assert "\n" not in str(info.value)
+    monkeypatch.setenv("OPSCOPE_MAX_INFLATE", "0")  # the bound lifted: it loads
+    assert len(load(path, cache=False)) >= 2

@@ -6,7 +6,9 @@ Contract:
   gzip members are read in turn).  The file is never held whole: blocks of a few MiB are
   yielded as they decompress, so memory stays flat however large the trace.
 * A decompressed-size cap (``max_bytes``; default :data:`MAX_DECOMPRESSED_BYTES`, env
-  ``OPSCOPE_MAX_TRACE_BYTES``) turns a decompression bomb into a :class:`TraceError`.
+  ``OPSCOPE_MAX_TRACE_BYTES``) turns a decompression bomb into a :class:`TraceError`; so does
+  a gzip that inflates past :data:`MAX_INFLATE_RATIO` times its compressed size (env
+  ``OPSCOPE_MAX_INFLATE``; real traces inflate 5-30x) once past :data:`INFLATE_FLOOR_BYTES`.
 * A gzip stream that ends early (a profiler killed mid-write) or turns to garbage after some
   good data is not an error here: the blocks decoded so far are yielded and
   :attr:`ByteStream.cut` records why; the JSON layer recovers the complete events.
@@ -39,6 +41,11 @@ except ImportError:  # a platform without isal wheels
 # exists so a decompression bomb cannot take the machine's memory.
 MAX_DECOMPRESSED_BYTES = 16 * 1024**3
 BLOCK_BYTES = 1 << 20
+# Real Kineto traces inflate 5-30x (the shared ones at most 26x); JSON that inflates 200x is
+# padding, not events.  Small files may inflate more (short repetitive traces): the ratio is
+# only checked past a floor.
+MAX_INFLATE_RATIO = 200
+INFLATE_FLOOR_BYTES = 256 << 20
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -51,6 +58,16 @@ def max_decompressed_bytes(override: int | None = None) -> int:
     if env.isdigit():
         return int(env)
     return MAX_DECOMPRESSED_BYTES
+
+
+def max_inflate_ratio() -> float:
+    """The inflation bound in force: ``$OPSCOPE_MAX_INFLATE`` (0: none), else the default."""
+    env = os.environ.get("OPSCOPE_MAX_INFLATE", "").strip()
+    try:
+        value = float(env) if env else float(MAX_INFLATE_RATIO)
+    except ValueError:
+        return float(MAX_INFLATE_RATIO)
+    return value if value > 0 else float("inf")
 
 
 def _open(path: Path) -> tuple[BinaryIO, bytes]:
@@ -118,6 +135,9 @@ class ByteStream:
     def _gunzip(self, fh: BinaryIO, head: bytes) -> Iterator[bytes]:
         decomp = _inflate.decompressobj(16 + zlib.MAX_WBITS)
         pending = head
+        compressed = self.path.stat().st_size
+        ratio = max_inflate_ratio()
+        inflate_cap = max(INFLATE_FLOOR_BYTES, ratio * compressed)
         # read compressed input in smaller pieces so one block of a bomb cannot expand far
         # past the cap before we look at it
         read_size = 1 << 20
@@ -138,6 +158,12 @@ class ByteStream:
                     self.total += len(out)
                     if self.total > self.max_bytes:
                         raise self._too_big()
+                    if self.total > inflate_cap:
+                        raise TraceError(
+                            f"{self.path}: inflates over {ratio:g}x its {compressed} compressed "
+                            "bytes (a decompression bomb?); refusing (OPSCOPE_MAX_INFLATE=0 "
+                            "lifts the bound)"
+                        )
                     yield out
                 if decomp.eof:
                     rest = decomp.unused_data
