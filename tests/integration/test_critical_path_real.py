@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from distjobs import run_gloo_job
@@ -158,3 +159,20 @@ def test_job_what_if_removes_the_slow_ranks_delay(slow_job: Path) -> None:
     assert answer["saved_us"] >= 0.8 * ACTIVE * DELAY_S * 1e6
     assert answer["projected_us"] < answer["length_us"]
     assert {r["rank"] for r in answer["ranks"]} == {0, 1}
+
+
+@pytest.mark.slow
+def test_the_job_segments_json_is_the_plain_list(slow_job: Path) -> None:
+    import orjson
+
+    from opscope.render import json_render
+
+    rep = analyze(slow_job)
+    lazy = rep.to_dict(lazy=True)["critical_path"]
+    plain = rep.to_dict()["critical_path"]
+    assert len(lazy["segments"]) == len(plain["segments"]) > 0
+    out = orjson.loads(json_render.render_bytes(rep.to_dict(lazy=True)))["critical_path"]
+    assert out["segments"] == plain["segments"]
+    assert out["top"] == plain["top"]
+    pos = np.asarray([len(plain["segments"]) - 1, 0])
+    assert lazy["segments"].take(pos) == [plain["segments"][-1], plain["segments"][0]]

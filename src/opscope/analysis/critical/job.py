@@ -25,10 +25,10 @@ import numpy as np
 from opscope.analysis.collective_match import instance_members
 from opscope.analysis.critical.graph import CPU, JOIN, NONE, SPLIT, THREAD, Graph
 from opscope.analysis.critical.longest import CycleError
-from opscope.analysis.critical.path import Path, segments, solve, step_paths
+from opscope.analysis.critical.path import Path, Pieces, Segments, pieces, solve, step_paths
 from opscope.analysis.critical.section import (
     METHOD,
-    _top,
+    TOP,
     _us,
     _wall,
     bound_by_us,
@@ -39,6 +39,7 @@ from opscope.analysis.critical.section import (
 )
 
 if TYPE_CHECKING:
+    from opscope.trace.index import EventIndex
     from opscope.trace.model import Trace
 
 
@@ -272,7 +273,7 @@ def job_critical_path(
         ],
         "segments": segs,
         "jumps": jumps,
-        "top": _top(segs),
+        "top": _job_top(segs),
         "nodes": job.n_nodes,
         "edges": job.n_edges,
         "method": METHOD + "; ranks joined at each matched collective",
@@ -314,26 +315,40 @@ def _by_rank(job: Graph, path: Path, node_rank: np.ndarray) -> dict[str, float]:
     return out
 
 
+def _job_top(segs: Segments) -> list[dict[str, Any]]:
+    """The job path's pieces summed per (label, name) over the ranks, biggest first."""
+    agg: dict[tuple[str, str | None], list[float]] = {}
+    for parts, idx in segs.blocks:
+        for t in parts.top(idx, len(parts)):
+            a = agg.setdefault((t["label"], t["name"]), [0.0, 0])
+            a[0] += t["dur_us"]
+            a[1] += t["pieces"]
+    rows = sorted(agg.items(), key=lambda kv: (-kv[1][0], kv[0][0], str(kv[0][1])))[:TOP]
+    return [
+        {"label": lab, "name": name, "dur_us": round(v[0], 3), "pieces": int(v[1])}
+        for (lab, name), v in rows
+    ]
+
+
 def _segments(
     job: Graph,
     path: Path,
     traces: Mapping[int, Trace],
     node_rank: np.ndarray,
-) -> list[dict[str, Any]]:
-    """The job path's pieces, each named through its own rank's events."""
+) -> Segments:
+    """The job path's pieces, each run of one rank named through its rank's events."""
     e = path.edges
     r = node_rank[job.src[e]]
-    out: list[dict[str, Any]] = []
+    blocks: list[tuple[Pieces, EventIndex]] = []
     if not len(e):
-        return out
+        return Segments.of_blocks(blocks)
     cut = np.flatnonzero(np.diff(r)) + 1
     for chunk in np.split(e, cut):
         rank = int(node_rank[job.src[chunk[0]]])
         if rank < 0:
             continue
-        sub = Path(chunk, 0, {})
-        out += segments(job, sub, traces[rank].index, rank_of_node=node_rank)
-    return out
+        blocks.append((pieces(job, Path(chunk, 0, {}), rank_of_node=node_rank), traces[rank].index))
+    return Segments.of_blocks(blocks)
 
 
 def _jumps(

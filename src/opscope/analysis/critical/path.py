@@ -176,16 +176,24 @@ class Segments(Sequence[dict[str, Any]]):
     (``len``, indexing, iteration, ``list(...)``) gives the dicts :meth:`Pieces.dicts` makes."""
 
     def __init__(self, parts: Pieces, idx: EventIndex) -> None:
-        self.parts = parts
-        self._idx = idx
+        self.blocks: list[tuple[Pieces, EventIndex]] = [(parts, idx)]
         self._list: list[dict[str, Any]] | None = None
 
+    @classmethod
+    def of_blocks(cls, blocks: Sequence[tuple[Pieces, EventIndex]]) -> Segments:
+        """Several runs of pieces, each named through its own index (a job's ranks), read as
+        one sequence in order."""
+        out = cls.__new__(cls)
+        out.blocks = [(p, i) for p, i in blocks if len(p)]
+        out._list = None
+        return out
+
     def __len__(self) -> int:
-        return len(self.parts)
+        return sum(len(p) for p, _i in self.blocks)
 
     def _items(self) -> list[dict[str, Any]]:
         if self._list is None:
-            self._list = self.parts.dicts(self._idx)
+            self._list = [d for p, i in self.blocks for d in p.dicts(i)]
         return self._list
 
     @overload
@@ -211,49 +219,62 @@ class Segments(Sequence[dict[str, Any]]):
         return f"Segments({len(self)} pieces)"
 
     def take(self, positions: np.ndarray) -> list[dict[str, Any]]:
-        """The dicts of the segments at ``positions`` only (none of the others is built)."""
+        """The dicts of the segments at ``positions`` (in that order; none of the others is
+        built)."""
         if self._list is not None:
             return [self._list[k] for k in positions.tolist()]
-        p = self.parts
-        sub = Pieces(
-            p.rank[positions],
-            p.label[positions],
-            p.row[positions],
-            p.start_ns[positions],
-            p.dur_ns[positions],
-        )
-        return sub.dicts(self._idx)
+        starts = np.cumsum([0] + [len(p) for p, _i in self.blocks])
+        which = np.searchsorted(starts, positions, side="right") - 1
+        out: list[dict[str, Any] | None] = [None] * len(positions)
+        for b in np.unique(which).tolist():
+            at = np.flatnonzero(which == b)
+            p, idx = self.blocks[b]
+            local = positions[at] - starts[b]
+            sub = Pieces(
+                p.rank[local], p.label[local], p.row[local], p.start_ns[local], p.dur_ns[local]
+            )
+            for k, d in zip(at.tolist(), sub.dicts(idx), strict=True):
+                out[k] = d
+        return [d for d in out if d is not None]
 
     def durations_us(self) -> np.ndarray:
         """Each segment's ``dur_us`` (as the dicts hold it), without building them."""
-        return np.round(self.parts.dur_ns / 1000.0, 3)
+        if not self.blocks:
+            return np.zeros(0)
+        return np.round(np.concatenate([p.dur_ns for p, _i in self.blocks]) / 1000.0, 3)
 
     def json(self) -> bytes:
         """The segments as a JSON array, as ``orjson.dumps(list(self))`` writes it."""
         if _pieces is None or not len(self):
             return orjson.dumps(self._items())
-        idx, p = self._idx, self.parts
-        valid = p.row >= 0
-        safe = np.maximum(p.row, 0)
-        codes = np.where(valid, idx.name.codes[safe], -1)
-        uniq, inv = np.unique(codes, return_inverse=True)
-        values = idx.name.values.tolist()
-        used = [c for c in uniq.tolist() if c >= 0]
-        names = tuple(orjson.dumps(str(values[c])) for c in used)
-        base = 1 if len(uniq) and uniq[0] < 0 else 0
-        name = np.where(codes >= 0, inv.astype(np.int64) - base, -1)
-        eid = np.where(valid & (codes >= 0), idx.ids[safe], -1)
-        out: bytes = _pieces.dumps(
-            np.ascontiguousarray(p.rank, dtype=np.int64),
-            np.ascontiguousarray(p.label, dtype=np.int64),
-            np.ascontiguousarray(name, dtype=np.int64),
-            np.ascontiguousarray(eid, dtype=np.int64),
-            np.ascontiguousarray(p.start_ns, dtype=np.int64),
-            np.ascontiguousarray(p.dur_ns, dtype=np.int64),
-            tuple(orjson.dumps(x) for x in LABELS),
-            names,
-        )
-        return out
+        arrays = [_block_json(p, i) for p, i in self.blocks]
+        return b"[" + b",".join(a[1:-1] for a in arrays) + b"]"
+
+
+def _block_json(p: Pieces, idx: EventIndex) -> bytes:
+    """One block's pieces as a JSON array, in one pass of the C writer."""
+    assert _pieces is not None
+    valid = p.row >= 0
+    safe = np.maximum(p.row, 0)
+    codes = np.where(valid, idx.name.codes[safe], -1)
+    uniq, inv = np.unique(codes, return_inverse=True)
+    values = idx.name.values.tolist()
+    used = [c for c in uniq.tolist() if c >= 0]
+    names = tuple(orjson.dumps(str(values[c])) for c in used)
+    base = 1 if len(uniq) and uniq[0] < 0 else 0
+    name = np.where(codes >= 0, inv.astype(np.int64) - base, -1)
+    eid = np.where(valid & (codes >= 0), idx.ids[safe], -1)
+    out: bytes = _pieces.dumps(
+        np.ascontiguousarray(p.rank, dtype=np.int64),
+        np.ascontiguousarray(p.label, dtype=np.int64),
+        np.ascontiguousarray(name, dtype=np.int64),
+        np.ascontiguousarray(eid, dtype=np.int64),
+        np.ascontiguousarray(p.start_ns, dtype=np.int64),
+        np.ascontiguousarray(p.dur_ns, dtype=np.int64),
+        tuple(orjson.dumps(x) for x in LABELS),
+        names,
+    )
+    return out
 
 
 def json_default(obj: Any) -> Any:

@@ -97,24 +97,6 @@ def _wall(graph: Graph, path: Path) -> int:
     return int(t[graph.dst[path.edges[-1]]] - t[graph.src[path.edges[0]]])
 
 
-def _top(segs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The segments summed per (label, name), biggest first (at most :data:`TOP`)."""
-    agg: dict[tuple[str, str | None], list[float]] = {}
-    for s in segs:
-        key = (s["label"], s["name"])
-        a = agg.get(key)
-        if a is None:
-            agg[key] = [s["dur_us"], 1]
-        else:
-            a[0] += s["dur_us"]
-            a[1] += 1
-    rows = sorted(agg.items(), key=lambda kv: (-kv[1][0], kv[0][0], str(kv[0][1])))[:TOP]
-    return [
-        {"label": lab, "name": name, "dur_us": round(v[0], 3), "pieces": int(v[1])}
-        for (lab, name), v in rows
-    ]
-
-
 def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
     """The profiler step of each node's event (-1 none)."""
     return np.asarray(idx.step[graph.row], dtype=np.int64)
