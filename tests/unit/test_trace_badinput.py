@@ -455,3 +455,41 @@ def test_a_gzip_that_inflates_far_past_its_size_is_refused(
     assert "\n" not in str(info.value)
     monkeypatch.setenv("OPSCOPE_MAX_INFLATE", "0")  # the bound lifted: it loads
     assert len(load(path, cache=False)) >= 2
+
+
+def test_max_inflate_on_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    body = b'{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1,"pid":1,"tid":1}]}'
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(body))
+    monkeypatch.delenv("OPSCOPE_MAX_INFLATE", raising=False)
+    bad = subprocess.run(
+        [sys.executable, "-m", "opscope", "report", str(path), "--max-inflate", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert bad.returncode == 2 and "--max-inflate" in bad.stderr
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "opscope",
+            "sql",
+            str(path),
+            "select count(*) AS n from events",
+            "--max-inflate",
+            "0",
+            "--no-cache",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ok.returncode == 0, ok.stderr

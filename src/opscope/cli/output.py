@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def positive_int(text: str) -> int:
@@ -17,6 +18,39 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value}: must be at least 1")
     return value
+
+
+def add_max_inflate(p: Any) -> None:
+    """The ``--max-inflate`` option of the commands that read traces."""
+    p.add_argument(
+        "--max-inflate",
+        type=inflate_ratio,
+        metavar="X",
+        help="refuse a gzip that inflates past X times its size, past 256 MiB (a decompression "
+        "bomb; default 200, 0: no bound; or $OPSCOPE_MAX_INFLATE)",
+    )
+
+
+def inflate_ratio(text: str) -> float:
+    """An argparse type: a ratio of at least 0 (``--max-inflate``)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be a number of at least 0")
+    return value
+
+
+def apply_max_inflate(value: float | None) -> None:
+    """Put ``--max-inflate`` in force for this process and the ingest workers it starts."""
+    if value is not None:
+        import os
+
+        os.environ["OPSCOPE_MAX_INFLATE"] = repr(value)
 
 
 def write_output(text: str | bytes, output: str | None) -> None:

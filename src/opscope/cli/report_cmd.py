@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from opscope.cli.output import positive_int
+from opscope.cli.output import add_max_inflate, apply_max_inflate, positive_int
 
 HELP = "analyse a trace file, run folder or folder of ranks"
 DESCRIPTION = """\
@@ -58,6 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="project the critical path with some time scaled, e.g. 'aten::mul=0.5' (an op's "
         "device time halved) or 'launch_overhead=0'; several separated by commas",
     )
+    add_max_inflate(p)
     p.add_argument(
         "--no-cache", action="store_true", help="re-read the trace, bypassing the ingest cache"
     )
@@ -85,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from opscope.service import Workspace
 
     steps = parse_steps(args.steps)
+    apply_max_inflate(args.max_inflate)
     if args.peaks and not Path(args.peaks).is_file():
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
     prepare(args.path, command="report")

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from opscope.cli.output import add_max_inflate, apply_max_inflate
+
 HELP = "run SQL (DuckDB) over a trace's events, ops and kernels tables"
 
 DESCRIPTION = """\
@@ -30,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=FORMATS, default="table", help="output format (default: table)"
     )
+    add_max_inflate(parser)
     parser.add_argument(
         "--no-cache", action="store_true", help="ingest afresh; neither read nor write the cache"
     )
@@ -49,6 +52,7 @@ def _cell(v: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    apply_max_inflate(args.max_inflate)
     from opscope.cli.prepare import prepare
     from opscope.errors import OpscopeError
     from opscope.service import Workspace

@@ -161,8 +161,8 @@ class ByteStream:
                     if self.total > inflate_cap:
                         raise TraceError(
                             f"{self.path}: inflates over {ratio:g}x its {compressed} compressed "
-                            "bytes (a decompression bomb?); refusing (OPSCOPE_MAX_INFLATE=0 "
-                            "lifts the bound)"
+                            "bytes (a decompression bomb?); refusing (--max-inflate 0 or "
+                            "OPSCOPE_MAX_INFLATE=0 lifts the bound)"
                         )
                     yield out
                 if decomp.eof:
