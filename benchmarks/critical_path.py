@@ -65,15 +65,6 @@ DEFAULT_TRACES = (
     "cuda/triton_example.json.gz",
 )
 SCALE_SEED = "cuda/a100_nccl_rank0_of2.json.gz"
-# opscope's labels -> HTA's bound_by (sync and wait_for_peer: no counterpart in HTA)
-TO_HTA = {
-    "cpu": "cpu_bound",
-    "data_loading": "data_loading",
-    "gpu_compute": "gpu_compute_bound",
-    "gpu_comm": "gpu_communication_bound",
-    "kernel_kernel_gap": "gpu_kernel_kernel_overhead",
-    "launch_overhead": "gpu_kernel_launch_overhead",
-}
 SHORT = {
     "cpu_bound": "cpu",
     "data_loading": "data",
@@ -253,7 +244,9 @@ def _label(by: dict[str, float], mapped: bool) -> tuple[str | None, str]:
         return None, "-"
     if not mapped:
         return top, SHORT.get(top, top)
-    hta = TO_HTA.get(top)
+    from opscope.analysis.critical.model import HTA_BOUND_BY
+
+    hta = HTA_BOUND_BY.get(top)
     return hta, SHORT[hta] if hta else f"{top}(none)"
 
 

@@ -29,19 +29,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from opscope.analysis.critical.model import HTA_BOUND_BY
 from opscope.analysis.report import analyze
 from opscope.trace import load
 
 pytestmark = pytest.mark.shared
 
-TO_HTA = {
-    "cpu": "cpu_bound",
-    "data_loading": "data_loading",
-    "gpu_compute": "gpu_compute_bound",
-    "gpu_comm": "gpu_communication_bound",
-    "kernel_kernel_gap": "gpu_kernel_kernel_overhead",
-    "launch_overhead": "gpu_kernel_launch_overhead",
-}
 TOLERANCE = 0.05
 
 # (trace, HTA window, opscope's steps, the steps the trace has, HTA's total_us, its dominant)
@@ -102,7 +95,7 @@ def test_critical_path_matches_hta(
     assert abs(length - hta_us) <= TOLERANCE * hta_us, (length, hta_us)
     by = cp["bound_by_us"]
     top = max(by, key=lambda k: by[k])
-    assert TO_HTA.get(top) == hta_bound, (top, by)
+    assert HTA_BOUND_BY.get(top) == hta_bound, (top, by)
     if steps is not None and steps[0] == steps[1]:
         # the step's own path (the report's per-step entry) is the window's path
         (only,) = [s for s in cp["steps"] if s["step"] == steps[0]]

@@ -33,6 +33,7 @@ from opscope.analysis.critical.section import (
     _wall,
     bound_by_us,
     parse_what_if,
+    projection,
     rank_graph,
     scaled_weights,
     section,
@@ -203,28 +204,9 @@ def job_what_if(
     joined = join(traces, graphs, works)
     g = joined.graph
     w = joined_weights(traces, joined, changes)
-    base, new = solve(g), solve(g, w)
-    b_steps = step_paths(g, joined.node_step)
-    n_steps = step_paths(g, joined.node_step, w)
-    return {
-        "spec": spec,
-        "changes": [{"name": n, "factor": f} for n, f in changes],
-        "length_us": _us(base.length_ns),
-        "projected_us": _us(new.length_ns),
-        "saved_us": _us(base.length_ns - new.length_ns),
-        "bound_by_us": bound_by_us(new.by_label),
-        "by_rank_us": _by_rank(g, new, joined.node_rank),
-        "steps": [
-            {
-                "step": s,
-                "length_us": _us(b_steps[s].length_ns),
-                "projected_us": _us(n_steps[s].length_ns),
-                "saved_us": _us(b_steps[s].length_ns - n_steps[s].length_ns),
-            }
-            for s in sorted(b_steps)
-            if s in n_steps
-        ],
-    }
+    answer, new = projection(g, joined.node_step, w, spec, changes)
+    answer["by_rank_us"] = _by_rank(g, new, joined.node_rank)
+    return answer
 
 
 def job_critical_path(

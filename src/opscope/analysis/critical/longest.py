@@ -36,8 +36,7 @@ def _python(src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> tuple[li
     order = np.argsort(src, kind="stable")
     starts = np.searchsorted(src[order], np.arange(n + 1)).tolist()
     indeg = np.bincount(dst, minlength=n).tolist()
-    srcl, dstl, wl, orderl = src.tolist(), dst.tolist(), w.tolist(), order.tolist()
-    del srcl
+    dstl, wl, orderl = dst.tolist(), w.tolist(), order.tolist()
     dist = [0] * n
     pred = [-1] * n
     queue = deque(v for v in range(n) if indeg[v] == 0)

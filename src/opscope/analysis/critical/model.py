@@ -24,6 +24,16 @@ LABELS = (
     "wait_for_peer",
 )
 CPU, DATA, LAUNCH, COMPUTE, COMM, GAP, SYNC, WAIT = range(len(LABELS))
+# The labels' counterparts in HTA's CriticalPathAnalysis ``bound_by`` (``sync`` and
+# ``wait_for_peer`` have none: HTA gives those edges no weight); docs/critical-path.md.
+HTA_BOUND_BY = {
+    "cpu": "cpu_bound",
+    "data_loading": "data_loading",
+    "gpu_compute": "gpu_compute_bound",
+    "gpu_comm": "gpu_communication_bound",
+    "kernel_kernel_gap": "gpu_kernel_kernel_overhead",
+    "launch_overhead": "gpu_kernel_launch_overhead",
+}
 NONE = -1  # an edge that carries no time (ordering only)
 
 # Edge kinds (why the edge exists), for what-if and the docs.

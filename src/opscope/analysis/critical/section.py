@@ -226,10 +226,28 @@ def what_if(trace: Trace, graph: Graph, spec: str) -> dict[str, Any]:
     idx = trace.index
     changes = parse_what_if(spec)
     w = scaled_weights(idx, graph, changes)
-    base, new = solve(graph), solve(graph, w)
-    ns = node_steps(idx, graph)
-    b_steps, n_steps = step_paths(graph, ns), step_paths(graph, ns, w)
-    return {
+    answer, _new = projection(
+        graph, node_steps(idx, graph), w, spec, changes, base=window_path(trace, graph)
+    )
+    return answer
+
+
+def projection(
+    graph: Graph,
+    node_step: np.ndarray,
+    weight: np.ndarray,
+    spec: str,
+    changes: Sequence[tuple[str, float]],
+    *,
+    base: Path | None = None,
+) -> tuple[dict[str, Any], Path]:
+    """A what-if answer: the graph's path and its steps' paths with their own weights and with
+    ``weight`` (``base``: the graph's path when already solved).  Returns the answer and the
+    projected path."""
+    base = solve(graph) if base is None else base
+    new = solve(graph, weight)
+    b_steps, n_steps = step_paths(graph, node_step), step_paths(graph, node_step, weight)
+    answer = {
         "spec": spec,
         "changes": [{"name": n, "factor": f} for n, f in changes],
         "length_us": _us(base.length_ns),
@@ -247,6 +265,7 @@ def what_if(trace: Trace, graph: Graph, spec: str) -> dict[str, Any]:
             if s in n_steps
         ],
     }
+    return answer, new
 
 
 # -- what each finding would save ----------------------------------------------------------------
@@ -349,6 +368,7 @@ __all__ = [
     "finding_savings",
     "host_links",
     "parse_what_if",
+    "projection",
     "rank_graph",
     "scaled_weights",
     "section",
