@@ -12,6 +12,7 @@ from opscope.errors import OpscopeError
 if TYPE_CHECKING:
     from opscope.analysis.report import Report
     from opscope.service.collectives import CollectiveLookup
+    from opscope.service.queries import EventsRequest, PageRequest
     from opscope.trace import Trace
     from opscope.trace.viewport import Viewport
 
@@ -385,3 +386,105 @@ class Workspace:
         with self._lock:
             self._diffs[key] = out
         return out
+
+    # -- pages (for front-ends that take a bounded answer: see opscope.service.queries) ----
+
+    def brief(self, handle: str | None = None) -> dict[str, Any]:
+        """The compact first read of a trace (:func:`opscope.service.brief.brief`), with the
+        trace's handle, path and event count."""
+        from opscope.service.brief import brief
+
+        opened = self.get(handle)
+        return {**opened.describe(), "brief": brief(opened.data)}
+
+    def table(
+        self, table: str, handle: str | None = None, *, request: PageRequest | None = None
+    ) -> dict[str, Any]:
+        """One page of a report table: ``ops``, ``op_shapes``, ``kernels`` or ``roofline``
+        (its per-op rows), sorted and filtered as ``request`` says (see
+        :func:`opscope.service.queries.page_rows`)."""
+        from opscope.service.queries import PageRequest, page_rows
+
+        data = self.get(handle).data
+        req = request or PageRequest()
+        if table in ("ops", "op_shapes"):
+            return page_rows(data.get(table) or [], "ops", req)
+        if table == "kernels":
+            return page_rows(data.get("kernels") or [], "kernels", req)
+        if table == "roofline":
+            roof = data.get("roofline") or {}
+            page = page_rows(roof.get("ops") or [], "roofline", req)
+            extra = {k: roof.get(k) for k in ("device", "peaks", "totals", "notes")}
+            return {**extra, **page}
+        raise ServiceError(f"no table {table!r}: use ops, op_shapes, kernels or roofline")
+
+    def findings(
+        self,
+        handle: str | None = None,
+        *,
+        min_severity: str | None = None,
+        kind: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> dict[str, Any]:
+        """One page of the ranked findings, each without evidence and details
+        (:func:`opscope.service.brief.finding_head`); :meth:`finding` has one in full."""
+        from opscope.service.brief import finding_head
+        from opscope.service.queries import page_findings
+
+        page = page_findings(
+            self.get(handle).data.get("findings") or [],
+            min_severity=min_severity,
+            kind=kind,
+            limit=limit,
+            offset=offset,
+        )
+        page["rows"] = [finding_head(f) for f in page["rows"]]
+        return page
+
+    def finding(
+        self, finding_id: str, handle: str | None = None, *, events: int = 10
+    ) -> dict[str, Any]:
+        """One finding in full, plus ``evidence_events``: the first ``events`` events its
+        evidence names, each as a short record."""
+        from opscope.service.queries import evidence_events, find_finding
+
+        opened = self.get(handle)
+        found = find_finding(opened.data.get("findings") or [], finding_id)
+        return {**found, "evidence_events": evidence_events(opened.index, found, events)}
+
+    def events(self, handle: str | None = None, *, request: EventsRequest) -> dict[str, Any]:
+        """One page of the timeline's events in a window (see
+        :class:`opscope.service.queries.EventsRequest`)."""
+        from opscope.service.queries import events_slice
+
+        return events_slice(self.get(handle).index, request)
+
+    def tables(self, handle: str | None = None) -> list[dict[str, Any]]:
+        """The tables SQL can read (``events``, ``ops``, ``kernels``, a Neuron profile's
+        ``neuron_*``): ``name``, ``rows`` and ``columns`` (``name``, ``type``)."""
+        trace = self.get(handle).trace
+        tables: list[tuple[str, Any]] = [
+            ("events", trace.events),
+            ("ops", trace.ops),
+            ("kernels", trace.kernels),
+        ]
+        if trace.neuron is not None:
+            tables += [(k, trace.neuron.tables[v]) for k, v in trace.neuron.sql_names().items()]
+        return [
+            {
+                "name": name,
+                "rows": int(t.num_rows),
+                "columns": [{"name": f.name, "type": _sql_type(f.type)} for f in t.schema],
+            }
+            for name, t in tables
+        ]
+
+
+def _sql_type(arrow_type: Any) -> str:
+    """A column's type as SQL sees it (a dictionary-encoded string is a string)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return str(arrow_type)
