@@ -18,6 +18,7 @@ import opscope.trace
 from opscope.capture import CompileRecord, DeviceSpec, read_run_json
 from opscope.capture.session import SYNC_ANNOTATION, profile
 from opscope.errors import DeviceError, ScheduleError
+from schema_checks import check_document
 
 
 def work() -> torch.Tensor:
@@ -56,6 +57,7 @@ def test_run_folder_trace_and_run_json(tmp_path: Path) -> None:
 
     run = read_run_json(run_dir)
     assert run["schema"] == "opscope.run/1"
+    check_document(run, "run")
     assert run["status"] == "ok" and run["error"] is None
     assert run["label"] == "unit"
     assert isinstance(run["command"], list) and run["command"]

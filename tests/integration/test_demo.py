@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from schema_checks import check_document
+
 pytest.importorskip("torch")
 
 pytestmark = pytest.mark.slow
@@ -55,6 +57,7 @@ def demo(compile_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) 
 
 def test_demo_json_schema(demo: dict[str, Any]) -> None:
     assert demo["schema"] == "opscope.demo/1"
+    check_document({k: v for k, v in demo.items() if k != "_stderr"}, "demo")
     assert demo["device"]["kind"] == "cpu"
     assert [s["shape"] for s in demo["shapes"]] == [[4, 512], [4096, 4096]]
     assert [s["dtype"] for s in demo["shapes"]] == ["bfloat16", "float32"]
@@ -92,6 +95,7 @@ def test_run_folders_are_complete(demo: dict[str, Any]) -> None:
             assert (d / name).is_file(), f"{d}/{name} missing"
         run = json.loads((d / "run.json").read_text())
         assert run["schema"] == "opscope.run/1"
+        check_document(run, "run")
         with gzip.open(d / "trace.json.gz") as fh:
             trace = json.load(fh)
         steps = [
@@ -102,6 +106,7 @@ def test_run_folders_are_complete(demo: dict[str, Any]) -> None:
         assert report["schema"] == "opscope.report/1"
         assert report["study"]["variant"] in ("naive", "builtin", "compiled")
         assert len(report["study"]["variants"]) == 3
+        check_document(report, "report")
         page = (d / "report.html").read_text()
         assert "RMSNorm study" in page and "<script src" not in page
 

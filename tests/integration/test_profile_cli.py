@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from opscope.cli.main import main
+from schema_checks import check_document
 
 PY = sys.executable
 
@@ -114,6 +115,7 @@ def test_training_loop_default_steps_and_pass_through(
     assert run["program"]["step_source"] == "optimizer"
     assert run["program"]["exit_code"] == 0
     assert run["capture"]["argv"] == ["train.py", "6"]
+    check_document(run, "run")
 
     trace = run_dir / "trace.json.gz"
     assert step_names(trace) == ["ProfilerStep#3", "ProfilerStep#4"]
@@ -365,12 +367,15 @@ def test_two_ranks_with_gloo_share_one_run_folder(
     assert run["distributed"]["world_size"] == 2
     groups = run["distributed"]["torch_distributed"]
     assert groups["backend"] == "gloo" and groups["world_size"] == 2
+    check_document(run, "run")
     for rank in (0, 1):
         doc = json.loads((run_dir / "ranks" / f"rank{rank}.json").read_text())
         assert doc["rank"] == rank and doc["status"] == "ok"
+        check_document(doc, "run")
         trace = run_dir / "traces" / f"rank{rank}.json.gz"
         assert step_names(trace) == ["ProfilerStep#3", "ProfilerStep#4"]
         assert any(e["name"].startswith("c10d::") for e in events(trace))
     assert "Ops by" in done.stderr  # one report, from the launching process
     data = report_json(run_dir, capsys)
     assert data["source"]["ranks"] == [0, 1]
+    check_document(data, "report")

@@ -22,6 +22,13 @@ FRONT_ENDS = (
 )
 # What the renderers may import from opscope: themselves, analysis data, the errors.
 RENDERERS_MAY_IMPORT = ("opscope.render", "opscope.analysis", "opscope.errors")
+# Leaves: packages of constants, exceptions and types, importing nothing else of opscope
+# (the documents' types are imported by every layer, the MCP server's tool schemas too).
+LEAVES_MAY_IMPORT = {
+    "opscope.documents": ("opscope.documents", "opscope.errors"),
+    "opscope.errors": (),
+    "opscope.markers": (),
+}
 
 
 def _within(module: str, packages: tuple[str, ...]) -> bool:
@@ -120,6 +127,24 @@ def test_renderers_do_not_import_front_ends() -> None:
         for mod in _imports(f):
             if _within(mod, ("opscope",)):
                 assert _within(mod, RENDERERS_MAY_IMPORT), f"{f.relative_to(PKG)} imports {mod}"
+
+
+@pytest.mark.parametrize("leaf", sorted(LEAVES_MAY_IMPORT))
+def test_leaves_import_nothing_else_of_opscope(leaf: str) -> None:
+    files = [p for name, p in MODULES.items() if _within(name, (leaf,)) and p.suffix == ".py"]
+    assert files, f"no modules in {leaf}"
+    for f in files:
+        for mod in _imports(f):  # top level and inside functions
+            if _within(mod, ("opscope",)):
+                assert _within(mod, LEAVES_MAY_IMPORT[leaf]), f"{f.relative_to(PKG)} imports {mod}"
+
+
+def test_leaf_check_sees_the_documents_modules() -> None:
+    documents = {n for n in MODULES if _within(n, ("opscope.documents",))}
+    assert {"opscope.documents", "opscope.documents.report", "opscope.documents.schema"} <= (
+        documents
+    )
+    assert "opscope.errors" in _imports(MODULES["opscope.documents.schema"])
 
 
 def test_no_import_cycles() -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from opscope.bench.compare import NOISE_FLOOR, speedup_ci, verdict
+from schema_checks import check_document
 
 
 def _timings(median: float, spread: float, n: int, seed: int) -> list[float]:
@@ -82,6 +84,7 @@ def test_compare_reports_numerics_shapes_errors_and_twins(tmp_path: Path) -> Non
     )
     d = cmp.to_dict()
     assert d["schema"] == "opscope.compare/1" and d["reference"] == "f"
+    check_document(d, "compare")
     by = {v["name"]: v for v in d["variants"]}
     assert by["f"]["verdict"] == "reference" and by["f"]["speedup"]["point"] == 1.0
     assert by["twin"]["numerics_ok"] and by["twin"]["verdict"] in ("same", "faster", "slower")
@@ -98,6 +101,9 @@ def test_compare_reports_numerics_shapes_errors_and_twins(tmp_path: Path) -> Non
         assert v["device_ops"] >= 1 and v["device_us"] > 0  # profiled with the same schedule
         assert v["compile_s"] is None  # eager: nothing compiled
         assert Path(v["run_dir"], "trace.json.gz").exists()
+        run = json.loads(Path(v["run_dir"], "run.json").read_text(encoding="utf-8"))
+        check_document(run, "run")
+        assert run["run_info"]["compare"]["variant"] == name
     text = str(cmp)
     assert "reference" in text and "wrong_shape" in text and "no luck" in text
     page = cmp.to_html()
