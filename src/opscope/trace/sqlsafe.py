@@ -248,7 +248,15 @@ def _check_tree(con: duckdb.DuckDBPyConnection, query: str, tables: list[str]) -
             if reason:
                 raise _refuse(f"{word.lower()}()", reason, tables)
         return
-    for node in _walk(tree.get("statements")):
+    nodes = list(_walk(tree.get("statements")))
+    ctes = {
+        str(entry.get("key"))
+        for node in nodes
+        if isinstance(node.get("cte_map"), dict)
+        for entry in node["cte_map"].get("map") or []
+        if isinstance(entry, dict)
+    }
+    for node in nodes:
         name = node.get("function_name")
         if isinstance(name, str):
             reason = _function_refusal(name)
@@ -256,7 +264,7 @@ def _check_tree(con: duckdb.DuckDBPyConnection, query: str, tables: list[str]) -
                 raise _refuse(f"{name.lower()}()", reason, tables)
         if node.get("type") == "BASE_TABLE":
             table = str(node.get("table_name") or "")
-            if _PATH_LIKE.search(table):
+            if _PATH_LIKE.search(table) and table not in ctes:
                 raise _refuse(f"FROM '{table}'", NO_FILES, tables)
 
 
