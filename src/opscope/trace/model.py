@@ -131,7 +131,7 @@ class Trace:
         self._index: EventIndex | None = None
         self._ops: pa.Table | None = None
         self._kernels: pa.Table | None = None
-        self._sql: TraceSql | None = None
+        self._sql = TraceSql(self._sql_sources)  # connects on the first query
         # Neuron Explorer tables when the trace is a Neuron profile (see NeuronTables)
         self.neuron: NeuronTables | None = None
 
@@ -217,8 +217,6 @@ class Trace:
         ``allow_external=True`` lifts the sandbox (a separate, unlocked connection, no
         statement checks): DuckDB's file functions, ``COPY ... TO`` and the rest work.
         """
-        if self._sql is None:
-            self._sql = TraceSql(self._sql_sources)
         return self._sql.run(
             query,
             limit=limit,
@@ -252,7 +250,5 @@ class Trace:
         return self.sql(query).to_pandas()
 
     def close(self) -> None:
-        """Release the SQL connections (the tables stay)."""
-        if self._sql is not None:
-            self._sql.close()
-            self._sql = None
+        """Release the SQL connections (the tables stay; a later query opens them again)."""
+        self._sql.close()
