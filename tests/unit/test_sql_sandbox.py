@@ -230,7 +230,10 @@ def test_the_connection_refusals_say_the_sandbox(tmp_path: Path) -> None:
 
 def test_the_sandbox_configuration(tmp_path: Path) -> None:
     config = sqlsafe.sandbox_config()
-    assert list(config)[-1] == "lock_configuration"  # set last: nothing can be set after it
+    assert list(config)[-1] == "lock_configuration"
+    # at connect time the order does not matter: the lock given first still lets the rest apply
+    first = duckdb.connect(":memory:", config={"lock_configuration": True, "threads": 1})
+    assert first.sql("SELECT current_setting('threads')").fetchall() == [(1,)]
     con = _sandbox()
     got = dict(
         con.sql(

@@ -164,8 +164,11 @@ def _memory_limit() -> str:
 
 
 def sandbox_config() -> dict[str, DuckConfigValue]:
-    """The DuckDB configuration of the sandboxed connection (``lock_configuration`` last: once
-    it is set nothing else can be)."""
+    """The DuckDB configuration of the sandboxed connection, given to ``duckdb.connect``.
+
+    DuckDB 2.0.1 accepts every key at connect time and applies them all before the lock
+    takes effect, whatever their order (it matters only for ``SET``, where
+    ``lock_configuration`` must come last); it is kept last here for the reader."""
     return {
         "enable_external_access": False,
         "autoload_known_extensions": False,
