@@ -57,7 +57,10 @@ def test_sql_rows_are_capped_and_say_so(trace_file: Path) -> None:
     out = ws.sql("SELECT name FROM events ORDER BY id", limit=2)
     assert out["columns"] == ["name"]
     assert len(out["rows"]) == 2 and out["truncated"] is True
-    assert out["row_count"] == 5
+    assert out["row_count"] == 2  # the rows returned: the total is never computed
+    assert (out["offset"], out["next_offset"]) == (0, 2)
+    last = ws.sql("SELECT name FROM events ORDER BY id", limit=2, offset=4)
+    assert (last["row_count"], last["truncated"], last["next_offset"]) == (1, False, None)
     assert ws.sql("SELECT count(*) AS n FROM kernels")["rows"] == [{"n": 1}]
     with pytest.raises(ServiceError, match="limit"):
         ws.sql("SELECT 1", limit=0)

@@ -253,7 +253,9 @@ def test_cli_sql_formats(trace_file: Path, capsys: pytest.CaptureFixture[str]) -
     ]
     assert main(["sql", str(trace_file), "SELECT id FROM events ORDER BY id", "--limit", "3"]) == 0
     out = capsys.readouterr().out
-    assert "151 rows (3 shown" in out and "│ 2" in out and "│ 3 " not in out
+    assert "3 rows shown; more rows exist" in out and "│ 2" in out and "│ 3 " not in out
+    assert main(["sql", str(trace_file), "SELECT id FROM events WHERE id < 4", "--limit", "9"]) == 0
+    assert "4 rows\n" in capsys.readouterr().out  # all there: no "more rows"
     assert main(["sql", str(trace_file), "SELECT bad syntax here"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("opscope sql: error: SQL:") and err.count("\n") == 1

@@ -15,15 +15,37 @@ Run a SQL query (DuckDB dialect) over a trace file, run folder or folder of per-
 
 Tables: events (one row per timed event; columns in docs/trace-engine.md), ops (one row per
 framework op, with self and device times) and kernels (one row per device execution, with the
-op that launched it).  Times are integer nanoseconds.
+op that launched it); a Neuron profile adds neuron_* tables.  Times are integer nanoseconds.
+
+The query runs in a sandbox, because trace contents (op names, args) are untrusted and agents
+drive this command too: one read-only statement (SELECT, WITH, VALUES, EXPLAIN, DESCRIBE,
+SUMMARIZE, SHOW), no file or network access (read_csv, COPY, ATTACH, INSTALL, SET, PRAGMA ...
+are refused).  Export with --format csv or json and a redirect; --allow-external lifts the
+sandbox for DuckDB's own file functions.  Only the rows printed are computed.
 
 example:
   opscope sql trace.json.gz "SELECT name, count(*) AS n, sum(dur_ns)/1e3 AS us
                              FROM kernels GROUP BY name ORDER BY us DESC LIMIT 10"
-  opscope sql run/ "SELECT op_name, sum(dur_ns) FROM kernels GROUP BY 1" --format csv
+  opscope sql run/ "SELECT op_name, sum(dur_ns) FROM kernels GROUP BY 1" --format csv > k.csv
+  opscope sql trace.json.gz "SELECT * FROM events ORDER BY dur_ns DESC" --limit 20 --offset 20
+  opscope sql trace.json.gz "COPY kernels TO 'kernels.parquet'" --allow-external
 """
 
 FORMATS = ("table", "csv", "json")
+TABLE_ROWS = 100  # rows the table format prints unless --limit
+
+
+def _timeout(text: str) -> float:
+    """An argparse type: a positive number of seconds (``--timeout``)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be a number of seconds above 0")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,13 +63,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="print at most N rows (default: all for csv/json, 100 for table)",
+        help=f"print at most N rows (default: all for csv/json, {TABLE_ROWS} for table)",
+    )
+    parser.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        metavar="N",
+        help="skip the first N rows of the result (with --limit: pages)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=None,
+        metavar="S",
+        help="stop the query after S seconds (default: no time limit)",
+    )
+    parser.add_argument(
+        "--allow-external",
+        action="store_true",
+        help="lift the sandbox: any statement, and DuckDB's file and network functions "
+        "(read_csv, COPY ... TO, ATTACH); only for queries you wrote",
     )
 
 
 def _cell(v: Any) -> str:
+    """A JSON-safe value (:func:`opscope.trace.sqlsafe.json_rows`) as one CSV or table cell."""
     if v is None:
         return ""
+    if isinstance(v, (dict, list)):
+        import json
+
+        return json.dumps(v, ensure_ascii=False)
     return str(v)
 
 
@@ -59,40 +106,59 @@ def run(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 0:
         raise OpscopeError("--limit must be 0 or more")
+    if args.offset < 0:
+        raise OpscopeError("--offset must be 0 or more")
     prepare(args.path, command="sql")
     trace = Workspace().open(args.path, cache=not args.no_cache).trace
-    result = trace.sql(args.query)
-    limit = args.limit if args.limit is not None else (100 if args.format == "table" else None)
-    total = result.num_rows
-    shown = result.slice(0, limit) if limit is not None else result
+    limit = (
+        args.limit if args.limit is not None else (TABLE_ROWS if args.format == "table" else None)
+    )
+    result = trace.query(
+        args.query,
+        limit=limit,
+        offset=args.offset,
+        timeout_s=args.timeout,
+        allow_external=args.allow_external,
+    )
+    columns = result.columns
+    rows = result.json_rows()
+    keys = list(rows[0]) if rows else columns
     if args.format == "csv":
         import csv
 
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(shown.column_names)
-        for row in shown.to_pylist():
-            writer.writerow([_cell(row[c]) for c in shown.column_names])
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([_cell(row[k]) for k in keys])
     elif args.format == "json":
         import orjson
 
-        sys.stdout.write(
-            orjson.dumps(shown.to_pylist(), default=str, option=orjson.OPT_INDENT_2).decode() + "\n"
-        )
+        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         from rich.console import Console
         from rich.table import Table
 
         table = Table(show_lines=False)
-        for name in shown.column_names:
+        for name in columns:
             table.add_column(name, overflow="fold")
-        for row in shown.to_pylist():
-            table.add_row(*[_cell(row[c]) for c in shown.column_names])
+        for row in rows:
+            table.add_row(*[_cell(row[k]) for k in keys])
         console = Console()
         console.print(table)
-        note = f"{total} row{'s' if total != 1 else ''}"
-        if shown.num_rows < total:
-            note += f" ({shown.num_rows} shown; --limit N for more)"
+        n = len(rows)
+        note = f"{n} row{'s' if n != 1 else ''}"
+        if result.truncated:
+            note += (
+                f" shown; more rows exist (--limit N for more, --offset {result.next_offset} "
+                "for the next page)"
+            )
         console.print(note, style="dim")
+    if args.format != "table" and result.truncated:
+        print(
+            f"opscope sql: {len(rows)} rows written; more rows exist "
+            f"(--offset {result.next_offset} for the next page)",
+            file=sys.stderr,
+        )
     for warning in trace.meta.warnings:
         print(f"opscope sql: warning: {warning}", file=sys.stderr)
     return 0

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from opscope.trace.viewport import Viewport
 
 DEFAULT_SQL_ROWS = 1000
+MAX_SQL_ROWS = 5000  # a page past this is a dump, not an answer: ask for aggregates
+DEFAULT_SQL_TIMEOUT_S = 10.0
+MAX_SQL_TIMEOUT_S = 300.0
 
 
 class ServiceError(OpscopeError):
@@ -359,19 +362,47 @@ class Workspace:
         return self.chain(ids[occurrence], handle)
 
     def sql(
-        self, query: str, handle: str | None = None, limit: int = DEFAULT_SQL_ROWS
+        self,
+        query: str,
+        handle: str | None = None,
+        limit: int = DEFAULT_SQL_ROWS,
+        *,
+        offset: int = 0,
+        timeout_s: float = DEFAULT_SQL_TIMEOUT_S,
     ) -> dict[str, Any]:
-        """Run SQL over ``events``, ``ops`` and ``kernels``: columns, up to ``limit`` rows as
-        objects, and whether more rows exist."""
-        if limit < 1:
-            raise ServiceError("limit must be at least 1")
-        table = self.get(handle).trace.sql(query)
-        rows = table.slice(0, limit).to_pylist()
+        """Run one read-only SQL query over ``events``, ``ops`` and ``kernels`` (and the
+        ``neuron_*`` tables of a Neuron profile), always in the sandbox of
+        :mod:`opscope.trace.sqlsafe`: no file or network access, one SELECT, stopped after
+        ``timeout_s`` seconds.
+
+        Returns ``columns``, ``rows`` (up to ``limit`` objects from row ``offset``, values
+        JSON-safe: see :func:`opscope.trace.sqlsafe.json_rows`), ``row_count`` (the rows
+        *returned*: the total is not known without running the whole query), ``truncated``
+        (more rows follow), ``offset`` and ``next_offset`` (the offset of the next page, or
+        ``None``).  Only as many rows as asked for are computed, so ask for aggregates.
+        """
+        if not 1 <= limit <= MAX_SQL_ROWS:
+            raise ServiceError(
+                f"limit must be between 1 and {MAX_SQL_ROWS} (results should be aggregates; "
+                "page with offset)"
+            )
+        if offset < 0:
+            raise ServiceError("offset must be 0 or more")
+        if not 0 < timeout_s <= MAX_SQL_TIMEOUT_S:
+            raise ServiceError(f"timeout_s must be more than 0 and at most {MAX_SQL_TIMEOUT_S:g}")
+        from opscope.trace.sqlsafe import unique_columns
+
+        result = self.get(handle).trace.query(
+            query, limit=limit, offset=offset, timeout_s=timeout_s
+        )
+        rows = result.json_rows()
         return {
-            "columns": list(table.column_names),
+            "columns": unique_columns(result.columns),
             "rows": rows,
-            "row_count": table.num_rows,
-            "truncated": table.num_rows > limit,
+            "row_count": len(rows),
+            "truncated": result.truncated,
+            "offset": result.offset,
+            "next_offset": result.next_offset,
         }
 
     def diff(self, a: str, b: str) -> dict[str, Any]:

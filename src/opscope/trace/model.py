@@ -3,7 +3,10 @@
 ``Trace.events`` follows :data:`opscope.trace.schema.EVENT_SCHEMA`.  ``Trace.ops`` and
 ``Trace.kernels`` are the derived tables of :mod:`opscope.trace.derived`, computed on first use
 and kept.  ``Trace.sql(query)`` runs DuckDB over the three tables (``events``, ``ops``,
-``kernels``) and returns Arrow; ``Trace.sql_df`` returns pandas when pandas is installed.
+``kernels``) and returns Arrow; ``Trace.query(query, limit=...)`` returns one page of rows
+(:class:`~opscope.trace.sqlsafe.SqlResult`); ``Trace.sql_df`` returns pandas when pandas is
+installed.  Both run in the sandbox of :mod:`opscope.trace.sqlsafe` (one read-only SELECT, no
+file or network access) unless asked not to.
 
 A Neuron profile (:mod:`opscope.trace.neuron`) also carries ``Trace.neuron``: the Neuron
 Explorer tables as read (device tables such as ``Instruction``, ``ActiveTime``, ``Summary``),
@@ -13,6 +16,7 @@ queryable in SQL as ``neuron_<table in snake case>`` (``neuron_instruction``,
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +25,7 @@ import pyarrow as pa
 
 from opscope.errors import OpscopeError
 from opscope.trace.device import DeviceInfo, detect_device
+from opscope.trace.sqlsafe import SqlResult, TableSource, TraceSql
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
@@ -89,13 +94,6 @@ class TraceMeta:
         )
 
 
-_TABLE_WORDS = {
-    "ops": re.compile(r"\bops\b", re.IGNORECASE),
-    "kernels": re.compile(r"\bkernels\b", re.IGNORECASE),
-}
-_NEURON_WORD = re.compile(r"\bneuron_[a-z0-9_]+\b", re.IGNORECASE)
-
-
 def snake_case(table: str) -> str:
     """``DmaPacketAggregated`` -> ``dma_packet_aggregated`` (SQL names of Neuron tables)."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", table).lower()
@@ -133,7 +131,7 @@ class Trace:
         self._index: EventIndex | None = None
         self._ops: pa.Table | None = None
         self._kernels: pa.Table | None = None
-        self._con: Any = None
+        self._sql = TraceSql(self._sql_sources)  # connects on the first query
         # Neuron Explorer tables when the trace is a Neuron profile (see NeuronTables)
         self.neuron: NeuronTables | None = None
 
@@ -183,45 +181,63 @@ class Trace:
             col = col.cast(pa.string())
         return list(col.to_pylist())
 
-    def _connection(self, query: str) -> Any:
-        import duckdb
-
-        if self._con is None:
-            self._con = duckdb.connect()
-            self._con.register("events", self.events)
-            self._registered: set[str] = {"events"}
-        for name, word in _TABLE_WORDS.items():
-            if name not in self._registered and word.search(query):
-                self._con.register(name, getattr(self, name))
-                self._registered.add(name)
+    def _sql_sources(self) -> dict[str, TableSource]:
+        """The tables SQL sees, by name, each as the function that builds it."""
+        sources: dict[str, TableSource] = {
+            "events": lambda: self.events,
+            "ops": lambda: self.ops,
+            "kernels": lambda: self.kernels,
+        }
         if self.neuron is not None:
-            names = self.neuron.sql_names()
-            for word in _NEURON_WORD.findall(query):
-                key = word.lower()
-                if key in names and key not in self._registered:
-                    self._con.register(key, self.neuron.tables[names[key]])
-                    self._registered.add(key)
-        return self._con
+            tables = self.neuron.tables
+            for sql_name, table in self.neuron.sql_names().items():
+                sources[sql_name] = functools.partial(tables.__getitem__, table)
+        return sources
 
-    def sql(self, query: str) -> pa.Table:
-        """Run SQL (DuckDB) over ``events``, ``ops`` and ``kernels`` (and the ``neuron_*``
-        tables of a Neuron profile); returns an Arrow table.
+    @property
+    def sql_tables(self) -> list[str]:
+        """The names SQL knows: ``events``, ``ops``, ``kernels`` and any ``neuron_*``."""
+        return list(self._sql_sources())
 
-        A query DuckDB rejects raises :class:`~opscope.errors.OpscopeError` with its message.
+    def query(
+        self,
+        query: str,
+        *,
+        limit: int | None,
+        offset: int = 0,
+        timeout_s: float | None = None,
+        allow_external: bool = False,
+    ) -> SqlResult:
+        """Run SQL (DuckDB) over the trace's tables in the sandbox of
+        :mod:`opscope.trace.sqlsafe` and return one page of rows: at most ``limit`` rows
+        (``None``: all) from row ``offset``, fetched without computing the rest.
+
+        A query that is not one read-only SELECT, that DuckDB rejects, or that runs past
+        ``timeout_s`` seconds raises :class:`~opscope.errors.OpscopeError` in one line.
+        ``allow_external=True`` lifts the sandbox (a separate, unlocked connection, no
+        statement checks): DuckDB's file functions, ``COPY ... TO`` and the rest work.
         """
-        import duckdb
+        return self._sql.run(
+            query,
+            limit=limit,
+            offset=offset,
+            timeout_s=timeout_s,
+            allow_external=allow_external,
+        )
 
-        con = self._connection(query)
-        try:
-            rel = con.sql(query)
-        except duckdb.Error as exc:
-            raise OpscopeError(f"SQL: {str(exc).splitlines()[0]}") from None
-        if rel is None:  # a statement without a result (SET, CREATE VIEW ...)
-            return pa.table({})
-        try:
-            return rel.to_arrow_table()
-        except duckdb.Error as exc:
-            raise OpscopeError(f"SQL: {str(exc).splitlines()[0]}") from None
+    def sql(
+        self, query: str, *, allow_external: bool = False, timeout_s: float | None = None
+    ) -> pa.Table:
+        """Run SQL (DuckDB) over ``events``, ``ops`` and ``kernels`` (and the ``neuron_*``
+        tables of a Neuron profile); returns all its rows as an Arrow table.
+
+        Sandboxed like :meth:`query` (one read-only SELECT, no file or network access) unless
+        ``allow_external``.  A refused query, or one DuckDB rejects, raises
+        :class:`~opscope.errors.OpscopeError` with the reason.
+        """
+        return self.query(
+            query, limit=None, timeout_s=timeout_s, allow_external=allow_external
+        ).table
 
     def sql_df(self, query: str) -> Any:
         """Like :meth:`sql`, as a pandas DataFrame (needs pandas, which opscope does not)."""
@@ -234,7 +250,5 @@ class Trace:
         return self.sql(query).to_pandas()
 
     def close(self) -> None:
-        """Release the SQL connection (the tables stay)."""
-        if self._con is not None:
-            self._con.close()
-            self._con = None
+        """Release the SQL connections (the tables stay; a later query opens them again)."""
+        self._sql.close()
