@@ -323,3 +323,37 @@ def test_result_sizes_on_the_largest_shared_traces(
             assert r.structured_content["next_offset"] == len(r.structured_content["rows"])
 
     session(body)
+
+
+def test_job_tools_on_a_three_rank_job(tmp_path: Path) -> None:
+    from distjobs import write_nccl_job
+
+    folder = tmp_path / "job"
+    folder.mkdir()
+    write_nccl_job(folder, world=3, late_rank=1, late_us=200.0)
+
+    async def body(call: Call, schemas: dict[str, Any]) -> None:
+        r = await call("open_trace", {"path": str(folder)})
+        assert not r.is_error, r.content[0].text
+        assert r.structured_content["brief"]["distributed"]["world_size"] == 3
+        r = await call("distributed", {})
+        assert not r.is_error, r.content[0].text
+        dist = r.structured_content["distributed"]
+        assert [s["rank"] for s in dist["stragglers"]] == [1]  # the late rank
+        r = await call(
+            "sql",
+            {"query": "SELECT id FROM kernels WHERE name LIKE 'nccl%' ORDER BY id LIMIT 1"},
+        )
+        assert not r.is_error, r.content[0].text
+        kernel = r.structured_content["rows"][0]["id"]
+        r = await call("collective", {"event_id": kernel})
+        assert not r.is_error, r.content[0].text
+        col = r.structured_content["collective"]
+        assert col["matched"] is True and len(col["ranks"]) == 3
+        assert col["last_rank"] == 1
+        r = await call("critical_path", {})
+        assert not r.is_error and r.structured_content["critical_path"]["scope"] == "job"
+        r = await call("findings", {"kind": "straggler"})
+        assert not r.is_error and r.structured_content["rows"], r.content[0].text
+
+    session(body)

@@ -183,7 +183,7 @@ TOOLS = [
             "bandwidth; collective instances matched across ranks; stragglers."
         ),
         input_schema=s.args({"trace": s.TRACE}),
-        output=lambda: s.result({"distributed": {"type": "object"}}, ["distributed"]),
+        output=lambda: s.result({"distributed": s.doc("Distributed")}, ["distributed"]),
         handler=_distributed,
     ),
     ToolSpec(
