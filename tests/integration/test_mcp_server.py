@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,26 @@ def session(body: Callable[[Call, dict[str, Any]], Awaitable[None]], **server: A
 
             await body(call, schemas)
 
-    anyio.run(main)
+    run_apart(main)
+
+
+def run_apart(main: Callable[[], Awaitable[None]]) -> None:
+    """``anyio.run(main)`` in a thread of its own: a browser test's session-wide Playwright
+    keeps an event loop running on the main thread."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            anyio.run(main)
+        except BaseException as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(timeout=600)
+    assert not t.is_alive(), "the MCP session did not finish in 600 s"
+    if errors:
+        raise errors[0]
 
 
 @pytest.fixture()
