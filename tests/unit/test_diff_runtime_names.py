@@ -145,3 +145,22 @@ def test_findings_of_one_subject_pair_in_rank_order() -> None:
     resolved, new, matched = _match_findings([h2d("F1", "x"), h2d("F2", "y")], [h2d("F4", "x")])
     assert [x["id"] for x in resolved] == ["F2"] and new == []
     assert [(x["id"], y["id"]) for x, y in matched] == [("F1", "F4")]
+
+
+def test_a_figure_only_one_side_has_gets_no_delta_either_way() -> None:
+    """a with communication, b without (its exposed_comm_us is null): no crash, a null delta
+    for what b lacks, real deltas for the rest, in both directions."""
+    from distjobs import nccl_rank_doc
+    from mcp_traces import hostile_doc
+    from opscope.trace import load_document
+
+    comm = analyze(load_document(nccl_rank_doc(0, 2)))
+    plain = analyze(load_document(hostile_doc()))
+    s_comm, s_plain = comm.to_dict()["summary"], plain.to_dict()["summary"]
+    assert s_comm["exposed_comm_us"] is not None
+    assert s_plain.get("exposed_comm_us") is None
+    for a, b, sa, sb in ((comm, plain, s_comm, s_plain), (plain, comm, s_plain, s_comm)):
+        d = diff_reports(a, b)["timeline_delta"]
+        assert d["wall_us"] == pytest.approx(sb["wall_us"] - sa["wall_us"])
+        if a is comm:
+            assert d["exposed_comm_us"] is None

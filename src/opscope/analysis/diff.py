@@ -118,6 +118,11 @@ def _matched(x: dict[str, Any], y: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _num(value: Any) -> Any:
+    """``value`` when it is a number (not a bool), else None."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def diff_reports(a: Report, b: Report) -> dict[str, Any]:
     ops_a = {o.name: o for o in a.ops.rows}
     ops_b = {o.name: o for o in b.ops.rows}
@@ -177,13 +182,13 @@ def diff_reports(a: Report, b: Report) -> dict[str, Any]:
     kernels.sort(key=lambda r: (-abs(float(r["delta_device_us"])), str(r["name"])))
 
     sa, sb = _side_summary(a), _side_summary(b)
-    timeline_delta = {
-        k: sb["summary"][k] - sa["summary"][k]
-        for k in sa["summary"]
-        if isinstance(sa["summary"][k], (int, float))
-        and not isinstance(sa["summary"][k], bool)
-        and k not in ("start_ns", "end_ns")
-    }
+    # a figure one side lacks (no communication on b: exposed_comm_us is null) has no delta
+    timeline_delta: dict[str, Any] = {}
+    for k, v in sa["summary"].items():
+        if _num(v) is None or k in ("start_ns", "end_ns"):
+            continue
+        other = _num(sb["summary"].get(k))
+        timeline_delta[k] = None if other is None else other - v
     resolved, new, matched = _match_findings(a.findings, b.findings)
     return {
         "schema": SCHEMA,
