@@ -20,7 +20,8 @@ from opscope.analysis import clocks, job
 from opscope.analysis.collective_match import match_collectives, stragglers
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.critical import section as critical
-from opscope.analysis.critical.job import job_critical_path
+from opscope.analysis.critical.job import job_paths
+from opscope.analysis.critical.job_savings import job_finding_savings
 from opscope.analysis.critical.path import plain
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
@@ -408,15 +409,20 @@ def analyze(
     ]
     # the job's critical path needs the ranks' events: it is joined here, not in the merge
     records, instances, _w, _c = _matched(parts)
-    job_path, rank_paths = job_critical_path(
-        {int(t.meta.ranks[0]): t for t in traces}, records, instances, steps
-    )
+    by_rank = {int(t.meta.ranks[0]): t for t in traces}
+    paths = job_paths(by_rank, records, instances, steps)
     for part in parts:
-        if part.rank in rank_paths:
-            part.extra["critical_path"] = rank_paths[part.rank]
+        if part.rank in paths.per_rank:
+            part.extra["critical_path"] = paths.per_rank[part.rank]
     report = merge(parts, trace=trace, window_steps=steps, run_info=run_info)
-    if job_path is not None:
-        report.extra["critical_path"] = job_path
+    if paths.job is not None:
+        report.extra["critical_path"] = paths.job
+    if paths.joined is not None:  # the job's own findings, measured against the job path
+        saved = job_finding_savings(paths.joined, report.findings, by_rank, (records, instances))
+        for f, s in zip(report.findings, saved, strict=True):
+            if s is not None:
+                f["step_savings_us"] = s
+        report.findings = rerank(report.findings)
     if report.job is not None:  # what ingestion noticed is the whole trace's
         report.job["source"]["warnings"] = list(trace.meta.warnings)
         report.job["source"]["skipped"] = dict(trace.meta.skipped)

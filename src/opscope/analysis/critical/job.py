@@ -209,6 +209,16 @@ def job_what_if(
     return answer
 
 
+@dataclass(frozen=True)
+class JobPaths:
+    """The job's path section (None for fewer than two ranks), each rank's own section, and
+    the joined graph the job section was solved on (None where there is none)."""
+
+    job: dict[str, Any] | None
+    per_rank: dict[int, dict[str, Any]]
+    joined: Joined | None
+
+
 def job_critical_path(
     traces: Mapping[int, Trace],
     records: Mapping[int, Sequence[Mapping[str, Any]]],
@@ -218,24 +228,37 @@ def job_critical_path(
     """``(job section, {rank: rank section})`` of a job's ranks (each rank's trace, its
     collective records and the matched instances); the job section is None for fewer than
     two ranks, or with a warning when the joined graph is inconsistent (a cycle)."""
+    paths = job_paths(traces, records, instances, steps)
+    return paths.job, paths.per_rank
+
+
+def job_paths(
+    traces: Mapping[int, Trace],
+    records: Mapping[int, Sequence[Mapping[str, Any]]],
+    instances: Sequence[Mapping[str, Any]],
+    steps: tuple[int, int] | None = None,
+) -> JobPaths:
+    """:func:`job_critical_path`, keeping the joined graph (for what-ifs and the job's
+    findings' savings, :mod:`.job_savings`)."""
     ranks, graphs, works = _prepare(traces, records, instances, steps)
     per_rank = {r: section(traces[r], g) for r, g in zip(ranks, graphs, strict=True)}
     if len(ranks) < 2:
-        return None, per_rank
+        return JobPaths(None, per_rank, None)
     joined = join(traces, graphs, works)
     job, node_rank = joined.graph, joined.node_rank
     try:
         path = solve(job)
         per_step = step_paths(job, joined.node_step)
     except CycleError as exc:
-        return {
+        failed = {
             "scope": "job",
             "length_us": None,
             "warnings": [f"no job path: the ranks' collectives do not line up ({exc})"],
-        }, per_rank
+        }
+        return JobPaths(failed, per_rank, None)
     segs = _segments(job, path, traces, node_rank)
     jumps = _jumps(job, path, node_rank, (instances, joined.barrier_inst, joined.first_barrier))
-    return {
+    section_ = {
         "scope": "job",
         "ranks": ranks,
         "length_us": _us(path.length_ns),
@@ -259,7 +282,8 @@ def job_critical_path(
         "nodes": job.n_nodes,
         "edges": job.n_edges,
         "method": METHOD + "; ranks joined at each matched collective",
-    }, per_rank
+    }
+    return JobPaths(section_, per_rank, joined)
 
 
 def _untraced_weighed(trace: Trace, graph: Graph) -> Graph:
@@ -363,4 +387,12 @@ def _jumps(
     return out
 
 
-__all__ = ["Joined", "job_critical_path", "job_what_if", "join", "joined_weights"]
+__all__ = [
+    "JobPaths",
+    "Joined",
+    "job_critical_path",
+    "job_paths",
+    "job_what_if",
+    "join",
+    "joined_weights",
+]

@@ -1,0 +1,84 @@
+"""The job's own findings measured against the job's critical path (``step_savings_us``),
+on synthetic NCCL jobs whose answers are worked out by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distjobs import nccl_rank_doc
+from opscope.analysis.report import analyze
+
+
+def _job(folder: Path, world: int = 3, edit: Any = None, **kw: Any) -> dict[str, Any]:
+    for r in range(world):
+        doc = nccl_rank_doc(r, world, **kw)
+        if edit is not None:
+            edit(r, doc)
+        (folder / f"trace_rank_{r}.json").write_text(json.dumps(doc))
+    return analyze(folder).to_dict()
+
+
+def _job_finding(report: dict[str, Any], kind: str) -> dict[str, Any]:
+    (found,) = [f for f in report["findings"] if f["kind"] == kind and f.get("rank") is None]
+    return found
+
+
+@pytest.mark.parametrize("late_us", [200.0, 300.0])
+def test_a_straggler_saves_its_lateness_where_the_job_path_feels_it(
+    tmp_path: Path, late_us: float
+) -> None:
+    """Rank 1's comm kernels start ``late_us`` late at each of 3 all_reduces; the others wait
+    that long each time (time at stake: 3 x late_us).  Every rank's host resumes at fixed
+    times, so an earlier arrival at the first two collectives moves nothing after them: only
+    the last collective's lateness is on the job path."""
+    rep = _job(tmp_path, late_rank=1, late_us=late_us)
+    f = _job_finding(rep, "straggler")
+    assert f["time_at_stake_us"] == pytest.approx(3 * late_us)
+    assert f["step_savings_us"] == pytest.approx(late_us)
+
+
+def test_load_imbalance_saves_only_the_compute_on_the_job_path(tmp_path: Path) -> None:
+    """Rank 1's gemms take 590 us instead of 400 (3 of them: 570 us at stake); they end long
+    before its late collectives start, except that the job path's last stretch on rank 1 runs
+    10 us of the longer compute: 3210 us, 3200 us with rank 1 at the median's speed."""
+
+    def slow_gemms(rank: int, doc: dict[str, Any]) -> None:
+        for e in doc["traceEvents"]:
+            if rank == 1 and e["name"] == "gemm_kernel":
+                e["dur"] = 590.0
+
+    rep = _job(tmp_path, edit=slow_gemms, late_rank=1, late_us=200.0)
+    f = _job_finding(rep, "load_imbalance")
+    assert f["time_at_stake_us"] == pytest.approx(570.0)
+    assert rep["critical_path"]["length_us"] == pytest.approx(3210.0)
+    assert f["step_savings_us"] == pytest.approx(10.0)
+
+
+def test_comm_bandwidth_saves_its_share_of_the_transfers_on_the_path(tmp_path: Path) -> None:
+    """16 MiB all_reduces in 300 us on H100s: far below NVLink's 450 GB/s.  The finding says
+    687 of its 900 us would go at the target share; of the three transfers only the last
+    (300 us) is on the job path, so the path saves 300 x 687 / 900."""
+
+    def big_messages(rank: int, doc: dict[str, Any]) -> None:
+        doc["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]
+        for e in doc["traceEvents"]:
+            if e.get("name") == "record_param_comms":
+                e["args"]["In msg nelems"] = e["args"]["Out msg nelems"] = 4 * 1024 * 1024
+
+    rep = _job(tmp_path, edit=big_messages)
+    f = _job_finding(rep, "comm_bandwidth")
+    assert f["details"]["time_us"] == pytest.approx(900.0)
+    want = 300.0 * f["time_at_stake_us"] / 900.0
+    assert f["step_savings_us"] == pytest.approx(want, abs=0.01)
+
+
+def test_every_finding_of_a_job_has_savings_within_its_time_at_stake(tmp_path: Path) -> None:
+    rep = _job(tmp_path, late_rank=2, late_us=250.0)
+    assert rep["findings"]
+    for f in rep["findings"]:
+        assert f["step_savings_us"] is not None, f["kind"]
+        assert 0 <= f["step_savings_us"] <= f["time_at_stake_us"] + 1e-6
