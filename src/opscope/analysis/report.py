@@ -8,6 +8,7 @@ and its report is :func:`merge` of the rank reports, which needs no events.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
@@ -79,15 +80,18 @@ class Report:
         if isinstance(captured, dict) and captured.get("kind") == device["kind"]:
             # the run folder knows the device's full name (the trace only knows its kind)
             device["name"] = captured.get("name") or device["name"]
+        source: dict[str, Any] = {
+            "paths": meta.paths,
+            "format": meta.format,
+            "ranks": meta.ranks,
+            "events": len(self.trace),
+            "warnings": meta.warnings,
+            "skipped": meta.skipped,
+        }
+        if meta.unreadable:
+            source["unreadable"] = [dict(u) for u in meta.unreadable]
         return {
-            "source": {
-                "paths": meta.paths,
-                "format": meta.format,
-                "ranks": meta.ranks,
-                "events": len(self.trace),
-                "warnings": meta.warnings,
-                "skipped": meta.skipped,
-            },
+            "source": source,
             "device": device,
             "window": {
                 "start_ns": self.timeline.start_ns,
@@ -187,9 +191,12 @@ def merge(
     trace: Trace | None = None,
     window_steps: tuple[int, int] | None = None,
     run_info: dict[str, Any] | None = None,
+    unreadable: Sequence[dict[str, Any]] = (),
 ) -> Report:
     """The job report of rank reports (see :mod:`opscope.analysis.job`): no events needed;
-    ``trace``, when given, is kept for renderers that draw the timeline."""
+    ``trace``, when given, is kept for renderers that draw the timeline.  ``unreadable``: the
+    job's files that could not be read (``TraceMeta.unreadable``), named in ``source`` and,
+    where their rank is known, in ``distributed.missing_ranks``."""
     ranks = sorted(ranks, key=lambda r: r.rank)
     ops = job.merge_op_tables([r.ops for r in ranks])
     timeline = job.merge_timelines([r.timeline for r in ranks])
@@ -224,7 +231,22 @@ def merge(
             "selection": None if window_steps is None else list(window_steps),
         },
     }
+    note_unreadable(report, unreadable)
     return report
+
+
+def note_unreadable(report: Report, unreadable: Sequence[dict[str, Any]]) -> None:
+    """Name the job's files that could not be read: ``source.unreadable`` and their ranks (from
+    the file names) among ``distributed.missing_ranks`` (the world size names the others)."""
+    if not unreadable:
+        return
+    if report.job is not None:
+        report.job["source"]["unreadable"] = [dict(u) for u in unreadable]
+    dist = report.extra.get("distributed")
+    if isinstance(dist, dict):
+        known = {int(u["rank"]) for u in unreadable if u.get("rank") is not None}
+        present = set(dist.get("ranks") or [])
+        dist["missing_ranks"] = sorted((set(dist.get("missing_ranks") or []) | known) - present)
 
 
 def _matched(
@@ -390,9 +412,11 @@ def analyze(
     trace = source if isinstance(source, Trace) else load(source)
     run_info = _run_info(source)
     if len(set(trace.meta.ranks)) <= 1:
-        return _analyze_rank(
+        single = _analyze_rank(
             trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
         )
+        note_unreadable(single, trace.meta.unreadable)
+        return single
     reason = not_one_job(trace)
     if reason is not None:
         raise OpscopeError(reason)
@@ -414,7 +438,9 @@ def analyze(
     for part in parts:
         if part.rank in rank_paths:
             part.extra["critical_path"] = rank_paths[part.rank]
-    report = merge(parts, trace=trace, window_steps=steps, run_info=run_info)
+    report = merge(
+        parts, trace=trace, window_steps=steps, run_info=run_info, unreadable=trace.meta.unreadable
+    )
     if job_path is not None:
         report.extra["critical_path"] = job_path
     if report.job is not None:  # what ingestion noticed is the whole trace's

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any
 
 from opscope.cli.output import add_max_inflate, apply_max_inflate, positive_int
 
@@ -80,6 +82,15 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
     return first, last
 
 
+def warn_unreadable(data: dict[str, Any], command: str) -> None:
+    """The job's rank files left out (they cannot be read), one warning each on stderr: the
+    report goes on without them, whatever its format."""
+    from opscope.trace.parts import unreadable_warning
+
+    for entry in data.get("source", {}).get("unreadable") or []:
+        print(f"opscope {command}: warning: {unreadable_warning(entry)}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from opscope.cli.prepare import prepare
     from opscope.errors import OpscopeError
@@ -96,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     )
     report = opened.report
     data = opened.data
+    warn_unreadable(data, "report")
     answer = None
     if args.what_if is not None:
         answer = workspace.what_if(args.what_if)

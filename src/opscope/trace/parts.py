@@ -80,6 +80,26 @@ def assign_ranks(files: list[Path], parts: list[FilePart]) -> list[tuple[int, st
     return out
 
 
+def unreadable(path: Path, reason: str, taken: set[int]) -> dict[str, Any]:
+    """A file of a job that cannot be read (``reason``: the one-line error): its rank from its
+    name, None when the name does not say or a readable file holds that rank."""
+    m = RANK_IN_NAME.search(path.name)
+    rank = int(m.group(1)) if m and int(m.group(1)) < 2**31 else None
+    return {"path": str(path), "rank": None if rank in taken else rank, "reason": reason}
+
+
+def unreadable_warning(entry: dict[str, Any]) -> str:
+    """The warning that names a file of a job left out (see :func:`unreadable`)."""
+    who = f"rank {entry['rank']}" if entry.get("rank") is not None else "a rank"
+    return f"{who} left out of the job, its file cannot be read: {entry['reason']}"
+
+
+def none_readable(path: Path, reasons: list[str]) -> str:
+    """The error of a job none of whose files can be read."""
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return f"{path}: none of its {len(reasons)} trace files can be read: {reasons[0]}{more}"
+
+
 def _shift(col: pa.ChunkedArray, offset: int) -> pa.ChunkedArray | pa.Array:
     return pc.add(col, pa.scalar(offset, pa.int64())) if offset else col
 
