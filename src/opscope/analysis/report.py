@@ -284,16 +284,22 @@ def not_one_job(trace: Trace) -> str | None:
     refused when nothing names their ranks (no ``distributedInfo``, no ``rank<N>`` in the file
     names) and their time windows do not overlap."""
     meta = trace.meta
-    ranks = list(meta.ranks)
-    if len(ranks) < 2 or any(meta.rank_origin.get(r, "order") != "order" for r in ranks):
-        return None
     index = trace.index
-    spans = []
-    for r in ranks:
+    spans: list[tuple[int, int]] = []
+    for r in meta.ranks:
         rows = index.rank == r
         if rows.any():
             spans.append((int(index.start[rows].min()), int(index.end[rows].max())))
-    spans.sort()
+    return unrelated_files(meta, spans)
+
+
+def unrelated_files(meta: TraceMeta, spans: list[tuple[int, int]]) -> str | None:
+    """:func:`not_one_job` of a job's stacked metadata and its ranks' ``(first start, last
+    end)`` in ns (ranks without events left out)."""
+    ranks = list(meta.ranks)
+    if len(ranks) < 2 or any(meta.rank_origin.get(r, "order") != "order" for r in ranks):
+        return None
+    spans = sorted(spans)
     gaps = [b[0] - a[1] for a, b in pairwise(spans)]
     if not gaps or min(gaps) <= 0:
         return None
@@ -320,24 +326,30 @@ def rank_traces(trace: Trace) -> list[Trace]:
             events = trace.events.slice(int(rows[0]), len(rows))
         else:
             events = trace.events.take(rows)
-        part = TraceMeta(
-            paths=[meta.paths[i]] if len(meta.paths) == len(ranks) else list(meta.paths),
-            format=meta.format,
-            ranks=[r],
-            rank_origin={r: meta.rank_origin.get(r, "order")},
-            device_properties=meta.device_properties,
-            distributed_info=meta.distributed_info,
-            base_time_ns=meta.base_time_ns,
-            process_names=meta.process_names,
-            thread_names=meta.thread_names,
-            extra=meta.extra,
-            cached=meta.cached,
-            alignment=meta.alignment,
-        )
-        sub = Trace(events, part)
+        sub = Trace(events, rank_meta(meta, i, r))
         sub.neuron = trace.neuron
         out.append(sub)
     return out
+
+
+def rank_meta(meta: TraceMeta, i: int, rank: int) -> TraceMeta:
+    """The metadata of the ``i``-th rank (``rank``) of a job whose stacked metadata is
+    ``meta``: its own path and rank, the job's device, names and the rest."""
+    paths = [meta.paths[i]] if len(meta.paths) == len(meta.ranks) else list(meta.paths)
+    return TraceMeta(
+        paths=paths,
+        format=meta.format,
+        ranks=[rank],
+        rank_origin={rank: meta.rank_origin.get(rank, "order")},
+        device_properties=meta.device_properties,
+        distributed_info=meta.distributed_info,
+        base_time_ns=meta.base_time_ns,
+        process_names=meta.process_names,
+        thread_names=meta.thread_names,
+        extra=meta.extra,
+        cached=meta.cached,
+        alignment=meta.alignment,
+    )
 
 
 def _analyze_rank(
@@ -394,13 +406,31 @@ def _analyze_rank(
     return report
 
 
+def job_rank(
+    trace: Trace,
+    *,
+    steps: tuple[int, int] | None,
+    findings: bool,
+    roofline: bool,
+    peaks: str | Path | dict[str, Any] | None,
+    run_info: dict[str, Any] | None,
+) -> RankReport:
+    """The :class:`RankReport` of one rank of a job (a trace of :func:`rank_traces`); its
+    critical path is the rank's alone until the job's matching gives its waits."""
+    report = _analyze_rank(
+        trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
+    )
+    return rank_report(report, trace.meta.ranks[0])
+
+
 def analyze(
-    source: Trace | str | Path,
+    source: Trace | str | Path | Sequence[str | Path],
     steps: tuple[int, int] | None = None,
     *,
     findings: bool = True,
     roofline: bool = True,
     peaks: str | Path | dict[str, Any] | None = None,
+    cache: bool = True,
 ) -> Report:
     """Analyse a trace (or a path to one) over the whole trace or the given steps.
 
@@ -408,8 +438,20 @@ def analyze(
     has a ``ranks`` section.  ``roofline``: add FLOPs, bytes and the compute/memory/overhead
     bound per op (the first report on a CPU trace measures the CPU's peaks once, about a
     second, then caches them); ``peaks``: a JSON file or dict overriding device peaks.
+
+    ``source`` may also be a glob pattern or a list of rank files; ``cache=False`` bypasses
+    the ingest cache.  (``opscope.analyze`` adds ``cluster=``: :mod:`opscope.analysis.api`.)
     """
-    trace = source if isinstance(source, Trace) else load(source)
+    if isinstance(source, Trace):
+        trace = source
+    elif isinstance(source, (str, Path)) and not any(c in str(source) for c in "*?["):
+        trace = load(source, cache=cache)
+    else:
+        from opscope.trace.formats.kineto_json import job_files, load_files
+
+        files, folder = job_files(source if isinstance(source, (str, Path)) else list(source))
+        trace = load_files(files, cache=cache, folder=folder)
+        source = trace
     run_info = _run_info(source)
     if len(set(trace.meta.ranks)) <= 1:
         single = _analyze_rank(
@@ -422,11 +464,8 @@ def analyze(
         raise OpscopeError(reason)
     traces = rank_traces(trace)
     parts = [
-        rank_report(
-            _analyze_rank(
-                t, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
-            ),
-            t.meta.ranks[0],
+        job_rank(
+            t, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
         )
         for t in traces
     ]

@@ -104,26 +104,30 @@ def _shift(col: pa.ChunkedArray, offset: int) -> pa.ChunkedArray | pa.Array:
     return pc.add(col, pa.scalar(offset, pa.int64())) if offset else col
 
 
-def combine(files: list[Path], parts: list[FilePart], ranks: list[tuple[int, str]]) -> Trace:
-    """The parts stacked in order, ids shifted and ranks set, their metadata merged."""
-    meta = TraceMeta(paths=[str(f) for f in files], cached=bool(parts))
-    tables: list[pa.Table] = []
-    offset = 0
-    for part, (rank, origin) in zip(parts, ranks, strict=True):
-        t = part.table
-        if rank:
-            ranks_col = pa.chunked_array([pa.array(np.full(t.num_rows, rank, dtype=np.int32))])
-            t = t.set_column(1, "rank", ranks_col)
-        if offset:
-            for name in ("id", "parent_id", "op_id", "launch_id"):
-                i = t.schema.get_field_index(name)
-                t = t.set_column(i, name, _shift(t.column(name), offset))
-        if rank or offset:
-            t = pa.Table.from_arrays(t.columns, schema=EVENT_SCHEMA)  # restore not-null flags
-        tables.append(t)
-        offset += t.num_rows
-        pm = TraceMeta.from_dict(part.meta)
-        meta.cached = meta.cached and bool(part.meta.get("cached"))
+def place(table: pa.Table, rank: int, offset: int) -> pa.Table:
+    """A file's table as a block of a job's: ``rank`` set, ids shifted by ``offset`` (the rows
+    of the files before it)."""
+    t = table
+    if rank:
+        ranks_col = pa.chunked_array([pa.array(np.full(t.num_rows, rank, dtype=np.int32))])
+        t = t.set_column(1, "rank", ranks_col)
+    if offset:
+        for name in ("id", "parent_id", "op_id", "launch_id"):
+            i = t.schema.get_field_index(name)
+            t = t.set_column(i, name, _shift(t.column(name), offset))
+    if rank or offset:
+        t = pa.Table.from_arrays(t.columns, schema=EVENT_SCHEMA)  # restore not-null flags
+    return t
+
+
+def combine_meta(
+    files: list[Path], metas: list[dict[str, Any]], ranks: list[tuple[int, str]]
+) -> TraceMeta:
+    """The metadata of the files' parts (``FilePart.meta`` each) stacked in order."""
+    meta = TraceMeta(paths=[str(f) for f in files], cached=bool(metas))
+    for part_meta, (rank, origin) in zip(metas, ranks, strict=True):
+        pm = TraceMeta.from_dict(part_meta)
+        meta.cached = meta.cached and bool(part_meta.get("cached"))
         meta.ranks.append(rank)
         meta.rank_origin[rank] = origin
         meta.warnings.extend(pm.warnings)
@@ -139,6 +143,17 @@ def combine(files: list[Path], parts: list[FilePart], ranks: list[tuple[int, str
         meta.thread_names.update(pm.thread_names)
         for k, v in pm.extra.items():
             meta.extra.setdefault(k, v)
+    return meta
+
+
+def combine(files: list[Path], parts: list[FilePart], ranks: list[tuple[int, str]]) -> Trace:
+    """The parts stacked in order, ids shifted and ranks set, their metadata merged."""
+    meta = combine_meta(files, [part.meta for part in parts], ranks)
+    tables: list[pa.Table] = []
+    offset = 0
+    for part, (rank, _origin) in zip(parts, ranks, strict=True):
+        tables.append(place(part.table, rank, offset))
+        offset += part.table.num_rows
     if not tables:
         events = EVENT_SCHEMA.empty_table()
     elif len(tables) == 1:

@@ -128,6 +128,23 @@ def load(
     stacked with their ranks.  Of several files, one that cannot be read is left out and
     named (``TraceMeta.unreadable`` and a warning); when none can be read, the error says so."""
     files = find_trace_files(path)
+    trace = load_files(files, cache=cache, max_bytes=max_bytes, workers=workers, folder=path)
+    if path.is_dir():
+        skipped = special_files(path) + special_files(path / "traces")
+        trace.meta.warnings.extend(skipped)
+    return trace
+
+
+def load_files(
+    files: list[Path],
+    *,
+    cache: bool = True,
+    max_bytes: int | None = None,
+    workers: int | None = None,
+    folder: Path | None = None,
+) -> Trace:
+    """Trace files stacked with their ranks, in the order given (see :func:`load`); ``folder``
+    names the job in the error when none can be read."""
     with ingest_memory_pool():
         loaded = _load_files(files, cache, max_bytes, workers)
         if len(files) == 1 and isinstance(loaded[0], TraceError):
@@ -135,7 +152,8 @@ def load(
         good = [(f, p) for f, p in zip(files, loaded, strict=True) if isinstance(p, FilePart)]
         bad = [(f, p) for f, p in zip(files, loaded, strict=True) if isinstance(p, TraceError)]
         if not good:
-            raise TraceError(none_readable(path, [str(e) for _f, e in bad]))
+            where = folder or (files[0].parent if files else Path("."))
+            raise TraceError(none_readable(where, [str(e) for _f, e in bad]))
         kept = [f for f, _p in good]
         parts = [p for _f, p in good]
         ranks = assign_ranks(kept, parts)
@@ -145,10 +163,29 @@ def load(
         entry = unreadable(f, str(exc), taken)
         trace.meta.unreadable.append(entry)
         trace.meta.warnings.append(unreadable_warning(entry))
-    if path.is_dir():
-        skipped = special_files(path) + special_files(path / "traces")
-        trace.meta.warnings.extend(skipped)
     return trace
+
+
+def job_files(source: str | Path | list[str | Path]) -> tuple[list[Path], Path | None]:
+    """The trace files of a job given as a folder, a file, a glob pattern (``ranks/*.json.gz``)
+    or a list of those, in rank order; and the folder when ``source`` is one."""
+    if isinstance(source, (str, Path)):
+        text = str(source)
+        if any(c in text for c in "*?[") and not Path(text).exists():
+            import glob
+
+            found = [Path(p) for p in sorted(glob.glob(text)) if is_trace_file(Path(p))]
+            if not found:
+                raise TraceError(f"{text}: no trace files match this pattern")
+            return _rank_sorted(found), None
+        path = Path(source)
+        return find_trace_files(path), path if path.is_dir() else None
+    files: list[Path] = []
+    for item in source:
+        files += [f for f in job_files(item)[0] if f not in files]
+    if not files:
+        raise TraceError("no trace files given")
+    return _rank_sorted(files), None
 
 
 def _load_files(
