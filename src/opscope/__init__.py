@@ -19,7 +19,7 @@ from opscope._version import __version__
 __all__ = ["__version__", "analyze", "compare", "load", "profile", "step", "watch_compile"]
 
 if TYPE_CHECKING:
-    from opscope.analysis.report import analyze
+    from opscope.analysis.api import analyze
     from opscope.capture.active import step
     from opscope.capture.compile_metrics import watch_compile
     from opscope.capture.session import profile
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "profile": ("opscope.capture.session", "profile"),
     "load": ("opscope.trace", "load"),
-    "analyze": ("opscope.analysis.report", "analyze"),
+    "analyze": ("opscope.analysis.api", "analyze"),
     "compare": ("opscope.experiment", "compare"),
     "step": ("opscope.capture.active", "step"),
     "watch_compile": ("opscope.capture.compile_metrics", "watch_compile"),

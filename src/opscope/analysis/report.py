@@ -8,6 +8,7 @@ and its report is :func:`merge` of the rank reports, which needs no events.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
@@ -80,15 +81,18 @@ class Report:
         if isinstance(captured, dict) and captured.get("kind") == device["kind"]:
             # the run folder knows the device's full name (the trace only knows its kind)
             device["name"] = captured.get("name") or device["name"]
+        source: dict[str, Any] = {
+            "paths": meta.paths,
+            "format": meta.format,
+            "ranks": meta.ranks,
+            "events": len(self.trace),
+            "warnings": meta.warnings,
+            "skipped": meta.skipped,
+        }
+        if meta.unreadable:
+            source["unreadable"] = [dict(u) for u in meta.unreadable]
         return {
-            "source": {
-                "paths": meta.paths,
-                "format": meta.format,
-                "ranks": meta.ranks,
-                "events": len(self.trace),
-                "warnings": meta.warnings,
-                "skipped": meta.skipped,
-            },
+            "source": source,
             "device": device,
             "window": {
                 "start_ns": self.timeline.start_ns,
@@ -188,9 +192,12 @@ def merge(
     trace: Trace | None = None,
     window_steps: tuple[int, int] | None = None,
     run_info: dict[str, Any] | None = None,
+    unreadable: Sequence[dict[str, Any]] = (),
 ) -> Report:
     """The job report of rank reports (see :mod:`opscope.analysis.job`): no events needed;
-    ``trace``, when given, is kept for renderers that draw the timeline."""
+    ``trace``, when given, is kept for renderers that draw the timeline.  ``unreadable``: the
+    job's files that could not be read (``TraceMeta.unreadable``), named in ``source`` and,
+    where their rank is known, in ``distributed.missing_ranks``."""
     ranks = sorted(ranks, key=lambda r: r.rank)
     ops = job.merge_op_tables([r.ops for r in ranks])
     timeline = job.merge_timelines([r.timeline for r in ranks])
@@ -225,7 +232,22 @@ def merge(
             "selection": None if window_steps is None else list(window_steps),
         },
     }
+    note_unreadable(report, unreadable)
     return report
+
+
+def note_unreadable(report: Report, unreadable: Sequence[dict[str, Any]]) -> None:
+    """Name the job's files that could not be read: ``source.unreadable`` and their ranks (from
+    the file names) among ``distributed.missing_ranks`` (the world size names the others)."""
+    if not unreadable:
+        return
+    if report.job is not None:
+        report.job["source"]["unreadable"] = [dict(u) for u in unreadable]
+    dist = report.extra.get("distributed")
+    if isinstance(dist, dict):
+        known = {int(u["rank"]) for u in unreadable if u.get("rank") is not None}
+        present = set(dist.get("ranks") or [])
+        dist["missing_ranks"] = sorted((set(dist.get("missing_ranks") or []) | known) - present)
 
 
 def _matched(
@@ -263,16 +285,22 @@ def not_one_job(trace: Trace) -> str | None:
     refused when nothing names their ranks (no ``distributedInfo``, no ``rank<N>`` in the file
     names) and their time windows do not overlap."""
     meta = trace.meta
-    ranks = list(meta.ranks)
-    if len(ranks) < 2 or any(meta.rank_origin.get(r, "order") != "order" for r in ranks):
-        return None
     index = trace.index
-    spans = []
-    for r in ranks:
+    spans: list[tuple[int, int]] = []
+    for r in meta.ranks:
         rows = index.rank == r
         if rows.any():
             spans.append((int(index.start[rows].min()), int(index.end[rows].max())))
-    spans.sort()
+    return unrelated_files(meta, spans)
+
+
+def unrelated_files(meta: TraceMeta, spans: list[tuple[int, int]]) -> str | None:
+    """:func:`not_one_job` of a job's stacked metadata and its ranks' ``(first start, last
+    end)`` in ns (ranks without events left out)."""
+    ranks = list(meta.ranks)
+    if len(ranks) < 2 or any(meta.rank_origin.get(r, "order") != "order" for r in ranks):
+        return None
+    spans = sorted(spans)
     gaps = [b[0] - a[1] for a, b in pairwise(spans)]
     if not gaps or min(gaps) <= 0:
         return None
@@ -299,24 +327,30 @@ def rank_traces(trace: Trace) -> list[Trace]:
             events = trace.events.slice(int(rows[0]), len(rows))
         else:
             events = trace.events.take(rows)
-        part = TraceMeta(
-            paths=[meta.paths[i]] if len(meta.paths) == len(ranks) else list(meta.paths),
-            format=meta.format,
-            ranks=[r],
-            rank_origin={r: meta.rank_origin.get(r, "order")},
-            device_properties=meta.device_properties,
-            distributed_info=meta.distributed_info,
-            base_time_ns=meta.base_time_ns,
-            process_names=meta.process_names,
-            thread_names=meta.thread_names,
-            extra=meta.extra,
-            cached=meta.cached,
-            alignment=meta.alignment,
-        )
-        sub = Trace(events, part)
+        sub = Trace(events, rank_meta(meta, i, r))
         sub.neuron = trace.neuron
         out.append(sub)
     return out
+
+
+def rank_meta(meta: TraceMeta, i: int, rank: int) -> TraceMeta:
+    """The metadata of the ``i``-th rank (``rank``) of a job whose stacked metadata is
+    ``meta``: its own path and rank, the job's device, names and the rest."""
+    paths = [meta.paths[i]] if len(meta.paths) == len(meta.ranks) else list(meta.paths)
+    return TraceMeta(
+        paths=paths,
+        format=meta.format,
+        ranks=[rank],
+        rank_origin={rank: meta.rank_origin.get(rank, "order")},
+        device_properties=meta.device_properties,
+        distributed_info=meta.distributed_info,
+        base_time_ns=meta.base_time_ns,
+        process_names=meta.process_names,
+        thread_names=meta.thread_names,
+        extra=meta.extra,
+        cached=meta.cached,
+        alignment=meta.alignment,
+    )
 
 
 def _analyze_rank(
@@ -373,13 +407,31 @@ def _analyze_rank(
     return report
 
 
+def job_rank(
+    trace: Trace,
+    *,
+    steps: tuple[int, int] | None,
+    findings: bool,
+    roofline: bool,
+    peaks: str | Path | dict[str, Any] | None,
+    run_info: dict[str, Any] | None,
+) -> RankReport:
+    """The :class:`RankReport` of one rank of a job (a trace of :func:`rank_traces`); its
+    critical path is the rank's alone until the job's matching gives its waits."""
+    report = _analyze_rank(
+        trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
+    )
+    return rank_report(report, trace.meta.ranks[0])
+
+
 def analyze(
-    source: Trace | str | Path,
+    source: Trace | str | Path | Sequence[str | Path],
     steps: tuple[int, int] | None = None,
     *,
     findings: bool = True,
     roofline: bool = True,
     peaks: str | Path | dict[str, Any] | None = None,
+    cache: bool = True,
 ) -> Report:
     """Analyse a trace (or a path to one) over the whole trace or the given steps.
 
@@ -387,23 +439,34 @@ def analyze(
     has a ``ranks`` section.  ``roofline``: add FLOPs, bytes and the compute/memory/overhead
     bound per op (the first report on a CPU trace measures the CPU's peaks once, about a
     second, then caches them); ``peaks``: a JSON file or dict overriding device peaks.
+
+    ``source`` may also be a glob pattern or a list of rank files; ``cache=False`` bypasses
+    the ingest cache.  (``opscope.analyze`` adds ``cluster=``: :mod:`opscope.analysis.api`.)
     """
-    trace = source if isinstance(source, Trace) else load(source)
+    if isinstance(source, Trace):
+        trace = source
+    elif isinstance(source, (str, Path)) and not any(c in str(source) for c in "*?["):
+        trace = load(source, cache=cache)
+    else:
+        from opscope.trace.formats.kineto_json import job_files, load_files
+
+        files, folder = job_files(source if isinstance(source, (str, Path)) else list(source))
+        trace = load_files(files, cache=cache, folder=folder)
+        source = trace
     run_info = _run_info(source)
     if len(set(trace.meta.ranks)) <= 1:
-        return _analyze_rank(
+        single = _analyze_rank(
             trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
         )
+        note_unreadable(single, trace.meta.unreadable)
+        return single
     reason = not_one_job(trace)
     if reason is not None:
         raise OpscopeError(reason)
     traces = rank_traces(trace)
     parts = [
-        rank_report(
-            _analyze_rank(
-                t, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
-            ),
-            t.meta.ranks[0],
+        job_rank(
+            t, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
         )
         for t in traces
     ]
@@ -414,7 +477,9 @@ def analyze(
     for part in parts:
         if part.rank in paths.per_rank:
             part.extra["critical_path"] = paths.per_rank[part.rank]
-    report = merge(parts, trace=trace, window_steps=steps, run_info=run_info)
+    report = merge(
+        parts, trace=trace, window_steps=steps, run_info=run_info, unreadable=trace.meta.unreadable
+    )
     if paths.job is not None:
         report.extra["critical_path"] = paths.job
     if paths.joined is not None:  # the job's own findings, measured against the job path

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opscope.cli.output import add_max_inflate, apply_max_inflate, positive_int
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from opscope.analysis.report import Report
+    from opscope.service import Workspace
 
 HELP = "analyse a trace file, run folder or folder of ranks"
 DESCRIPTION = """\
@@ -27,6 +37,13 @@ examples:
   opscope report trace.json.gz --critical-path
   opscope report trace.json.gz --what-if "aten::mul=0.5"
   opscope report ranks/ --format json | jq '.critical_path.bound_by_us'
+  opscope report ranks/ --cluster local:8 --store ranks-events/
+  opscope report 'ranks/*.json.gz' --cluster tcp://scheduler:8786
+
+--cluster runs the per-rank analysis of a job on Dask (the opscope[cluster] extra): local
+(a cluster of this machine's cores), local:N (N workers) or a scheduler's address; without a
+value, $OPSCOPE_DASK_SCHEDULER.  The report is the local one but for the job's critical path
+(each rank's own is there); see docs/scale.md.
 """
 
 FORMATS = ("text", "json", "md", "html")
@@ -58,6 +75,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="project the critical path with some time scaled, e.g. 'aten::mul=0.5' (an op's "
         "device time halved) or 'launch_overhead=0'; several separated by commas",
     )
+    p.add_argument(
+        "--cluster",
+        nargs="?",
+        const="",
+        metavar="SCHEDULER",
+        help="analyse the ranks on Dask: local, local:N or tcp://host:port (no value: "
+        "$OPSCOPE_DASK_SCHEDULER)",
+    )
+    p.add_argument(
+        "--store",
+        metavar="DIR",
+        help="with --cluster: write each rank's event table there as Parquet (rank<N>.parquet)",
+    )
     add_max_inflate(p)
     p.add_argument(
         "--no-cache", action="store_true", help="re-read the trace, bypassing the ingest cache"
@@ -80,6 +110,15 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
     return first, last
 
 
+def warn_unreadable(data: dict[str, Any], command: str) -> None:
+    """The job's rank files left out (they cannot be read), one warning each on stderr: the
+    report goes on without them, whatever its format."""
+    from opscope.trace.parts import unreadable_warning
+
+    for entry in data.get("source", {}).get("unreadable") or []:
+        print(f"opscope {command}: warning: {unreadable_warning(entry)}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from opscope.cli.prepare import prepare
     from opscope.errors import OpscopeError
@@ -89,15 +128,84 @@ def run(args: argparse.Namespace) -> int:
     apply_max_inflate(args.max_inflate)
     if args.peaks and not Path(args.peaks).is_file():
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
+    if args.cluster is not None:
+        return _run_cluster(args, steps)
+    if args.store is not None:
+        raise OpscopeError("--store needs --cluster (the workers write the event tables)")
     prepare(args.path, command="report")
     workspace = Workspace()
     opened = workspace.open(
         Path(args.path), steps=steps, cache=not args.no_cache, peaks=args.peaks, rank=args.rank
     )
-    report = opened.report
-    data = opened.data
+    return _emit(args, opened.report, opened.data, workspace)
+
+
+def _run_cluster(args: argparse.Namespace, steps: tuple[int, int] | None) -> int:
+    from opscope.analysis.api import analyze
+    from opscope.errors import OpscopeError
+
+    for flag, value in (("--what-if", args.what_if), ("--rank", args.rank)):
+        if value is not None:
+            raise OpscopeError(f"{flag} needs the events in this process: run without --cluster")
+    with _progress(quiet=args.format == "json") as progress:
+        report = analyze(
+            args.path,
+            steps,
+            peaks=args.peaks,
+            cluster=args.cluster or True,
+            store=args.store,
+            cache=not args.no_cache,
+            progress=progress,
+        )
+    return _emit(args, report, report.to_dict(lazy=True), None)
+
+
+@contextlib.contextmanager
+def _progress(*, quiet: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress bar over the ranks on stderr, with an ETA (none when ``quiet`` or when
+    stderr is not a terminal)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if quiet or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ranks"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def tell(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done)
+
+        yield tell
+
+
+def _emit(
+    args: argparse.Namespace, report: Report, data: dict[str, Any], workspace: Workspace | None
+) -> int:
+    """Write the report in the format asked for."""
+    warn_unreadable(data, "report")
     answer = None
-    if args.what_if is not None:
+    if args.what_if is not None and workspace is not None:
         answer = workspace.what_if(args.what_if)
         data = {**data, "what_if": answer}
     if args.format == "text" and args.output is None:

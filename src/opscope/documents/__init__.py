@@ -27,7 +27,7 @@ from opscope.documents.devices import CaptureDevice, Device
 from opscope.documents.diff import Diff
 from opscope.documents.distributed import CollectiveRecord, Distributed, Instance, Straggler
 from opscope.documents.findings import Evidence, Finding, FindingDetails
-from opscope.documents.head import RankSource, Source, Window
+from opscope.documents.head import Engine, RankSource, Source, Unreadable, Window
 from opscope.documents.neuron import NeuronEngines
 from opscope.documents.peaks import DevicePeaks, Peaks
 from opscope.documents.rank_report import RankReport
@@ -59,6 +59,7 @@ __all__ = [
     "DevicePeaks",
     "Diff",
     "Distributed",
+    "Engine",
     "EventRecord",
     "Evidence",
     "Finding",
@@ -85,6 +86,7 @@ __all__ = [
     "Summary",
     "Timeline",
     "UnknownDocumentError",
+    "Unreadable",
     "Window",
     "document_id",
     "json_schema",

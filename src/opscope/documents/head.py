@@ -16,10 +16,36 @@ class _SourceBase(TypedDict):
     """Events left out while reading: reason -> count."""
 
 
+class Unreadable(TypedDict):
+    """A file of a job that could not be read: left out, the job's report goes on."""
+
+    path: str
+    rank: int | None
+    """Its rank, from the file name (None: the name does not say; the world size then names
+    the missing ranks)."""
+    reason: str
+    """Why it cannot be read (the one-line error)."""
+
+
+class Engine(TypedDict):
+    """What ran the per-rank analysis of a job on a cluster."""
+
+    name: str
+    """``dask``."""
+    workers: int
+    """The cluster's workers when the job started."""
+    scheduler: str
+    """The scheduler's address (``local:N``: a cluster started for the run)."""
+
+
 class Source(_SourceBase):
     """Where a report's events came from."""
 
     ranks: list[int]
+    unreadable: NotRequired[list[Unreadable]]
+    """(jobs) The files left out because they cannot be read (each also a warning)."""
+    engine: NotRequired[Engine]
+    """(cluster runs) What ran the per-rank analysis; absent: this process."""
 
 
 class RankSource(_SourceBase):
@@ -44,4 +70,4 @@ class Window(TypedDict):
     """``[first, last]`` step asked for (``--steps``), or None: the whole trace."""
 
 
-__all__ = ["RankSource", "Source", "Window"]
+__all__ = ["Engine", "RankSource", "Source", "Unreadable", "Window"]

@@ -137,6 +137,14 @@ def render_to(
         if not critical_path:
             for line in text_critical.top_pieces(data):
                 console.print(f"[dim]  {escape(line)}[/dim]")
+    engine = src.get("engine")
+    if isinstance(engine, dict):
+        console.print(
+            f"[dim]ranks analysed on {escape(str(engine.get('name')))}: "
+            f"{engine.get('workers')} workers at {escape(str(engine.get('scheduler')))}[/dim]"
+        )
+        for note in (data.get("critical_path") or {}).get("notes") or []:
+            console.print(f"[dim]no job critical path: {escape(str(note))}[/dim]")
     ranks = ranks_table(data, top)
     if ranks is not None:
         console.print(

@@ -52,6 +52,9 @@ class TraceMeta:
     # how several clocks were put on one (Neuron: framework trace and device tables onto the
     # system profile's CPU clock); empty when the trace has one clock
     alignment: dict[str, Any] = field(default_factory=dict)
+    # files of a job that could not be read and were left out: {"path", "rank" (from the
+    # file name, None when it does not say), "reason"}
+    unreadable: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +70,7 @@ class TraceMeta:
             "skipped": self.skipped,
             "warnings": self.warnings,
             "alignment": self.alignment,
+            "unreadable": self.unreadable,
         }
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -91,6 +95,7 @@ class TraceMeta:
             warnings=[str(w) for w in d.get("warnings") or []],
             extra=dict(d.get("extra") or {}),
             alignment=dict(d.get("alignment") or {}),
+            unreadable=[dict(u) for u in d.get("unreadable") or []],
         )
 
 

@@ -80,30 +80,54 @@ def assign_ranks(files: list[Path], parts: list[FilePart]) -> list[tuple[int, st
     return out
 
 
+def unreadable(path: Path, reason: str, taken: set[int]) -> dict[str, Any]:
+    """A file of a job that cannot be read (``reason``: the one-line error): its rank from its
+    name, None when the name does not say or a readable file holds that rank."""
+    m = RANK_IN_NAME.search(path.name)
+    rank = int(m.group(1)) if m and int(m.group(1)) < 2**31 else None
+    return {"path": str(path), "rank": None if rank in taken else rank, "reason": reason}
+
+
+def unreadable_warning(entry: dict[str, Any]) -> str:
+    """The warning that names a file of a job left out (see :func:`unreadable`)."""
+    who = f"rank {entry['rank']}" if entry.get("rank") is not None else "a rank"
+    return f"{who} left out of the job, its file cannot be read: {entry['reason']}"
+
+
+def none_readable(path: Path, reasons: list[str]) -> str:
+    """The error of a job none of whose files can be read."""
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return f"{path}: none of its {len(reasons)} trace files can be read: {reasons[0]}{more}"
+
+
 def _shift(col: pa.ChunkedArray, offset: int) -> pa.ChunkedArray | pa.Array:
     return pc.add(col, pa.scalar(offset, pa.int64())) if offset else col
 
 
-def combine(files: list[Path], parts: list[FilePart], ranks: list[tuple[int, str]]) -> Trace:
-    """The parts stacked in order, ids shifted and ranks set, their metadata merged."""
-    meta = TraceMeta(paths=[str(f) for f in files], cached=bool(parts))
-    tables: list[pa.Table] = []
-    offset = 0
-    for part, (rank, origin) in zip(parts, ranks, strict=True):
-        t = part.table
-        if rank:
-            ranks_col = pa.chunked_array([pa.array(np.full(t.num_rows, rank, dtype=np.int32))])
-            t = t.set_column(1, "rank", ranks_col)
-        if offset:
-            for name in ("id", "parent_id", "op_id", "launch_id"):
-                i = t.schema.get_field_index(name)
-                t = t.set_column(i, name, _shift(t.column(name), offset))
-        if rank or offset:
-            t = pa.Table.from_arrays(t.columns, schema=EVENT_SCHEMA)  # restore not-null flags
-        tables.append(t)
-        offset += t.num_rows
-        pm = TraceMeta.from_dict(part.meta)
-        meta.cached = meta.cached and bool(part.meta.get("cached"))
+def place(table: pa.Table, rank: int, offset: int) -> pa.Table:
+    """A file's table as a block of a job's: ``rank`` set, ids shifted by ``offset`` (the rows
+    of the files before it)."""
+    t = table
+    if rank:
+        ranks_col = pa.chunked_array([pa.array(np.full(t.num_rows, rank, dtype=np.int32))])
+        t = t.set_column(1, "rank", ranks_col)
+    if offset:
+        for name in ("id", "parent_id", "op_id", "launch_id"):
+            i = t.schema.get_field_index(name)
+            t = t.set_column(i, name, _shift(t.column(name), offset))
+    if rank or offset:
+        t = pa.Table.from_arrays(t.columns, schema=EVENT_SCHEMA)  # restore not-null flags
+    return t
+
+
+def combine_meta(
+    files: list[Path], metas: list[dict[str, Any]], ranks: list[tuple[int, str]]
+) -> TraceMeta:
+    """The metadata of the files' parts (``FilePart.meta`` each) stacked in order."""
+    meta = TraceMeta(paths=[str(f) for f in files], cached=bool(metas))
+    for part_meta, (rank, origin) in zip(metas, ranks, strict=True):
+        pm = TraceMeta.from_dict(part_meta)
+        meta.cached = meta.cached and bool(part_meta.get("cached"))
         meta.ranks.append(rank)
         meta.rank_origin[rank] = origin
         meta.warnings.extend(pm.warnings)
@@ -119,6 +143,17 @@ def combine(files: list[Path], parts: list[FilePart], ranks: list[tuple[int, str
         meta.thread_names.update(pm.thread_names)
         for k, v in pm.extra.items():
             meta.extra.setdefault(k, v)
+    return meta
+
+
+def combine(files: list[Path], parts: list[FilePart], ranks: list[tuple[int, str]]) -> Trace:
+    """The parts stacked in order, ids shifted and ranks set, their metadata merged."""
+    meta = combine_meta(files, [part.meta for part in parts], ranks)
+    tables: list[pa.Table] = []
+    offset = 0
+    for part, (rank, _origin) in zip(parts, ranks, strict=True):
+        tables.append(place(part.table, rank, offset))
+        offset += part.table.num_rows
     if not tables:
         events = EVENT_SCHEMA.empty_table()
     elif len(tables) == 1:

@@ -25,7 +25,16 @@ from opscope.trace import cache as _cache
 from opscope.trace.kineto import file as kineto_file
 from opscope.trace.mempool import ingest_memory_pool
 from opscope.trace.model import Trace
-from opscope.trace.parts import RANK_IN_NAME, FilePart, assign_ranks, combine, to_part
+from opscope.trace.parts import (
+    RANK_IN_NAME,
+    FilePart,
+    assign_ranks,
+    combine,
+    none_readable,
+    to_part,
+    unreadable,
+    unreadable_warning,
+)
 
 NAME = "kineto"
 
@@ -116,21 +125,73 @@ def load(
     path: Path, *, cache: bool = True, max_bytes: int | None = None, workers: int | None = None
 ) -> Trace:
     """The trace files ``path`` stands for (:func:`find_trace_files`), each through the cache,
-    stacked with their ranks."""
+    stacked with their ranks.  Of several files, one that cannot be read is left out and
+    named (``TraceMeta.unreadable`` and a warning); when none can be read, the error says so."""
     files = find_trace_files(path)
-    with ingest_memory_pool():
-        parts = _load_files(files, cache, max_bytes, workers)
-        ranks = assign_ranks(files, parts)
-        trace = combine(files, parts, ranks)
+    trace = load_files(files, cache=cache, max_bytes=max_bytes, workers=workers, folder=path)
     if path.is_dir():
         skipped = special_files(path) + special_files(path / "traces")
         trace.meta.warnings.extend(skipped)
     return trace
 
 
+def load_files(
+    files: list[Path],
+    *,
+    cache: bool = True,
+    max_bytes: int | None = None,
+    workers: int | None = None,
+    folder: Path | None = None,
+) -> Trace:
+    """Trace files stacked with their ranks, in the order given (see :func:`load`); ``folder``
+    names the job in the error when none can be read."""
+    with ingest_memory_pool():
+        loaded = _load_files(files, cache, max_bytes, workers)
+        if len(files) == 1 and isinstance(loaded[0], TraceError):
+            raise loaded[0]
+        good = [(f, p) for f, p in zip(files, loaded, strict=True) if isinstance(p, FilePart)]
+        bad = [(f, p) for f, p in zip(files, loaded, strict=True) if isinstance(p, TraceError)]
+        if not good:
+            where = folder or (files[0].parent if files else Path("."))
+            raise TraceError(none_readable(where, [str(e) for _f, e in bad]))
+        kept = [f for f, _p in good]
+        parts = [p for _f, p in good]
+        ranks = assign_ranks(kept, parts)
+        trace = combine(kept, parts, ranks)
+    taken = {r for r, _origin in ranks}
+    for f, exc in bad:
+        entry = unreadable(f, str(exc), taken)
+        trace.meta.unreadable.append(entry)
+        trace.meta.warnings.append(unreadable_warning(entry))
+    return trace
+
+
+def job_files(source: str | Path | list[str | Path]) -> tuple[list[Path], Path | None]:
+    """The trace files of a job given as a folder, a file, a glob pattern (``ranks/*.json.gz``)
+    or a list of those, in rank order; and the folder when ``source`` is one."""
+    if isinstance(source, (str, Path)):
+        text = str(source)
+        if any(c in text for c in "*?[") and not Path(text).exists():
+            import glob
+
+            found = [Path(p) for p in sorted(glob.glob(text)) if is_trace_file(Path(p))]
+            if not found:
+                raise TraceError(f"{text}: no trace files match this pattern")
+            return _rank_sorted(found), None
+        path = Path(source)
+        return find_trace_files(path), path if path.is_dir() else None
+    files: list[Path] = []
+    for item in source:
+        files += [f for f in job_files(item)[0] if f not in files]
+    if not files:
+        raise TraceError("no trace files given")
+    return _rank_sorted(files), None
+
+
 def _load_files(
     files: list[Path], cache: bool, max_bytes: int | None, workers: int | None
-) -> list[FilePart]:
+) -> list[FilePart | TraceError]:
+    """Each file's part, or the error that says why it cannot be read."""
     n_cpu = os.cpu_count() or 1
     limit = min(len(files), workers or n_cpu, n_cpu)
     total = 0
@@ -138,11 +199,18 @@ def _load_files(
         with contextlib.suppress(OSError):
             total += f.stat().st_size
     if limit < 2 or total < _PARALLEL_MIN_BYTES:
-        return [load_file(f, cache=cache, max_bytes=max_bytes) for f in files]
+        return [_try_load(f, cache, max_bytes) for f in files]
     # spawn, not fork: the parent may hold Arrow/DuckDB threads, which fork does not copy
     with ProcessPoolExecutor(max_workers=limit, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(load_file, f, cache=cache, max_bytes=max_bytes) for f in files]
+        futures = [pool.submit(_try_load, f, cache, max_bytes) for f in files]
         return [fut.result() for fut in futures]
+
+
+def _try_load(path: Path, cache: bool, max_bytes: int | None) -> FilePart | TraceError:
+    try:
+        return load_file(path, cache=cache, max_bytes=max_bytes)
+    except TraceError as exc:
+        return exc
 
 
 def load_file(path: Path, *, cache: bool = True, max_bytes: int | None = None) -> FilePart:

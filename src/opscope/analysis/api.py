@@ -1,0 +1,57 @@
+"""``opscope.analyze``: :func:`opscope.analysis.report.analyze`, on this process or with the
+per-rank analysis of a job on a Dask cluster (:mod:`opscope.analysis.cluster`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from opscope.analysis.report import Report
+from opscope.analysis.report import analyze as analyze_here
+from opscope.errors import OpscopeError
+from opscope.trace import Trace
+
+
+def analyze(
+    source: Trace | str | Path | Sequence[str | Path],
+    steps: tuple[int, int] | None = None,
+    *,
+    findings: bool = True,
+    roofline: bool = True,
+    peaks: str | Path | dict[str, Any] | None = None,
+    cluster: Any = None,
+    store: str | Path | None = None,
+    cache: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Report:
+    """Analyse a trace, a folder of ranks, a glob pattern or a list of rank files (see
+    :func:`opscope.analysis.report.analyze`).
+
+    ``cluster``: run the per-rank analysis on Dask: ``"local"``, ``"local:N"``,
+    ``"tcp://host:port"``, True (``$OPSCOPE_DASK_SCHEDULER``) or an open
+    ``distributed.Client``; the report is the local one but for the job's critical path (a
+    note) and ``source.engine`` (docs/scale.md).  ``store``: a folder where the workers write
+    each rank's event table as Parquet.  ``progress(stage, done, total)`` is told as ranks
+    finish on the cluster.
+    """
+    if cluster is None or cluster is False:
+        if store is not None:
+            raise OpscopeError("store: the event tables are written by a cluster run (cluster=)")
+        return analyze_here(
+            source, steps, findings=findings, roofline=roofline, peaks=peaks, cache=cache
+        )
+    if isinstance(source, Trace):
+        raise OpscopeError("cluster: give the rank files' paths, not a loaded trace")
+    from opscope.analysis.cluster import Options, analyze_on_cluster
+
+    options = Options(
+        steps=steps, findings=findings, roofline=roofline, peaks=peaks, cache=cache, store=store
+    )
+    report: Report = analyze_on_cluster(
+        source, None if cluster is True else cluster, options, progress=progress
+    )
+    return report
+
+
+__all__ = ["analyze"]

@@ -1,0 +1,233 @@
+"""The cluster path (opscope.analysis.cluster) on a LocalCluster of two worker processes: the
+same report as the local path, a corrupt rank named, a worker killed mid-run."""
+
+from __future__ import annotations
+
+import functools
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import opscope
+from clusterjobs import kill_once
+from distjobs import write_nccl_job
+from opscope.analysis.cluster import JOB_PATH_NOTE, ClusterError, analyze_on_cluster
+from opscope.analysis.cluster import Options as ClusterOptions
+from opscope.analysis.report import Report
+from opscope.documents import Report as ReportDoc
+from schema_checks import undeclared
+
+distributed = pytest.importorskip("distributed")
+
+TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    local = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit="1GiB",
+        dashboard_address=None,
+    )
+    try:
+        yield local
+    finally:
+        local.close()
+
+
+@pytest.fixture(autouse=True)
+def deadline() -> Iterator[None]:
+    """Each test fails, rather than hangs, past TIMEOUT_S."""
+
+    def expire(_sig: int, _frame: Any) -> None:
+        raise TimeoutError(f"test ran past {TIMEOUT_S} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(TIMEOUT_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _without_paths(section: Any) -> Any:
+    return {k: v for k, v in (section or {}).items() if k != "segments"}
+
+
+def assert_same(local: Report, remote: Report) -> None:
+    """The whole documents equal but for what docs/scale.md says differs: ``source.engine``
+    and the job's critical path (a note on the cluster path); the ranks' own paths equal."""
+    a, b = local.to_dict(), remote.to_dict()
+    engine = b["source"].pop("engine")
+    assert engine["name"] == "dask" and engine["workers"] == 2
+    job_path = b.pop("critical_path")
+    assert job_path == {"scope": "job", "length_us": None, "notes": [JOB_PATH_NOTE]}
+    assert a.pop("critical_path")["scope"] == "job"
+    assert a == b
+    assert [r.rank for r in local.ranks] == [r.rank for r in remote.ranks]
+    for x, y in zip(local.ranks, remote.ranks, strict=True):
+        assert _without_paths(x.extra.get("critical_path")) == _without_paths(
+            y.extra.get("critical_path")
+        ), x.rank
+        assert x.collectives == y.collectives
+    assert not undeclared(remote.to_dict(), ReportDoc)
+
+
+def test_synthetic_nccl_job_same_report(cluster: Any, tmp_path: Path) -> None:
+    write_nccl_job(tmp_path, 3, late_rank=1, late_us=200.0)
+    local = opscope.analyze(tmp_path)
+    remote = opscope.analyze(tmp_path, cluster=cluster.scheduler_address)
+    assert_same(local, remote)
+    assert remote.to_dict()["distributed"]["stragglers"][0]["rank"] == 1
+
+
+def test_steps_and_a_glob_same_report(cluster: Any, tmp_path: Path) -> None:
+    write_nccl_job(tmp_path, 2)
+    local = opscope.analyze(tmp_path, (1, 1))
+    remote = opscope.analyze(str(tmp_path / "*.json"), (1, 1), cluster=cluster.scheduler_address)
+    assert_same(local, remote)
+
+
+@pytest.mark.shared
+def test_shared_multi_rank_folder_same_report(cluster: Any, shared: Any) -> None:
+    job = shared("cuda/sampled_world128")
+    local = opscope.analyze(job)
+    remote = opscope.analyze(job, cluster=cluster.scheduler_address)
+    assert_same(local, remote)
+
+
+@pytest.mark.slow
+def test_gloo_job_same_report(cluster: Any, tmp_path: Path) -> None:
+    torch_dist = pytest.importorskip("torch.distributed")
+    if not (torch_dist.is_available() and torch_dist.is_gloo_available()):
+        pytest.skip("no gloo backend")
+    from distjobs import run_gloo_job
+
+    run_gloo_job(tmp_path, 2, active=2, slow_rank=1, delay_s=0.05)
+    local = opscope.analyze(tmp_path)  # first: the CPU's peaks are measured once and cached
+    remote = opscope.analyze(tmp_path, cluster=cluster.scheduler_address)
+    assert_same(local, remote)
+
+
+def test_corrupt_rank_named_and_the_job_goes_on(cluster: Any, tmp_path: Path) -> None:
+    paths = write_nccl_job(tmp_path, 3)
+    paths[1].write_bytes(b"\x1f\x8b not really gzip")
+    local = opscope.analyze(tmp_path)
+    remote = opscope.analyze(tmp_path, cluster=cluster.scheduler_address)
+    assert_same(local, remote)
+    doc = remote.to_dict()
+    assert doc["source"]["ranks"] == [0, 2]
+    assert doc["distributed"]["missing_ranks"] == [1]
+    assert [u["rank"] for u in doc["source"]["unreadable"]] == [1]
+    assert any("rank 1 left out" in w for w in doc["source"]["warnings"])
+
+
+def test_every_rank_corrupt_is_one_error(cluster: Any, tmp_path: Path) -> None:
+    for p in write_nccl_job(tmp_path, 2):
+        p.write_text("not json")
+    with pytest.raises(opscope.errors.TraceError, match="none of its 2 trace files"):
+        opscope.analyze(tmp_path, cluster=cluster.scheduler_address)
+
+
+def test_a_worker_killed_mid_run_is_retried(cluster: Any, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    write_nccl_job(job, 3, late_rank=2, late_us=150.0)
+    marker = tmp_path / "killed"
+    task = functools.partial(kill_once, rank=1, marker=str(marker))
+    remote = analyze_on_cluster(job, cluster.scheduler_address, ClusterOptions(), rank_task=task)
+    assert marker.exists()  # a worker did die on rank 1
+    assert_same(opscope.analyze(job), remote)
+    with distributed.Client(cluster.scheduler_address, timeout=30) as client:
+        client.wait_for_workers(2, timeout=60)  # the nanny restarted it: the next tests have 2
+
+
+def test_store_writes_each_rank_as_parquet(cluster: Any, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    write_nccl_job(tmp_path / "job", 2)
+    store = tmp_path / "store"
+    local = opscope.load(tmp_path / "job")
+    opscope.analyze(tmp_path / "job", cluster=cluster.scheduler_address, store=store)
+    tables = [pq.read_table(store / f"rank{r}.parquet") for r in (0, 1)]
+    assert sum(t.num_rows for t in tables) == len(local)
+    ids = sorted(i for t in tables for i in t.column("id").to_pylist())
+    assert ids == sorted(local.events.column("id").to_pylist())  # the job's ids, not each file's
+    assert [set(t.column("rank").to_pylist()) for t in tables] == [{0}, {1}]
+
+
+def test_progress_is_told_per_rank(cluster: Any, tmp_path: Path) -> None:
+    write_nccl_job(tmp_path, 2)
+    seen: list[tuple[str, int, int]] = []
+    opscope.analyze(
+        tmp_path,
+        cluster=cluster.scheduler_address,
+        progress=lambda stage, done, total: seen.append((stage, done, total)),
+    )
+    assert {s for s, _d, _t in seen} == {"read", "analyse", "critical path"}
+    assert ("analyse", 2, 2) in seen
+
+
+def test_bad_and_unreachable_schedulers_are_one_line_errors(tmp_path: Path) -> None:
+    write_nccl_job(tmp_path, 2)
+    with pytest.raises(ClusterError, match="expected local, local:N"):
+        opscope.analyze(tmp_path, cluster="http://nowhere")
+    with pytest.raises(ClusterError, match="local:N needs a worker count"):
+        opscope.analyze(tmp_path, cluster="local:0")
+    from opscope.analysis import cluster as cluster_mod
+
+    refused = cluster_mod.connect("tcp://127.0.0.1:9", timeout_s=1)
+    with pytest.raises(ClusterError, match="no Dask scheduler answers") as exc, refused:
+        pass
+    assert "\n" not in str(exc.value)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "opscope", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def test_cli_cluster_json_is_quiet_and_names_the_engine(cluster: Any, tmp_path: Path) -> None:
+    paths = write_nccl_job(tmp_path, 3)
+    paths[2].write_text("{")
+    done = _cli("report", str(tmp_path), "--cluster", cluster.scheduler_address, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["source"]["engine"]["name"] == "dask"
+    assert doc["critical_path"]["notes"] == [JOB_PATH_NOTE]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("opscope report: warning: rank 2 left out")
+
+
+def test_cli_env_scheduler_and_errors(cluster: Any, tmp_path: Path) -> None:
+    import os
+
+    write_nccl_job(tmp_path, 2)
+    env = {**os.environ, "OPSCOPE_DASK_SCHEDULER": cluster.scheduler_address}
+    done = subprocess.run(
+        [sys.executable, "-m", "opscope", "report", str(tmp_path), "--cluster", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["source"]["engine"]["scheduler"] == cluster.scheduler_address
+    bad = _cli("report", str(tmp_path), "--cluster", "nowhere")
+    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1
+    store = _cli("report", str(tmp_path), "--store", str(tmp_path / "s"))
+    assert store.returncode == 1 and "--store needs --cluster" in store.stderr
