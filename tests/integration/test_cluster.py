@@ -63,6 +63,17 @@ def _without_paths(section: Any) -> Any:
     return {k: v for k, v in (section or {}).items() if k != "segments"}
 
 
+def _findings(found: list[dict[str, Any]], *, local: bool) -> list[dict[str, Any]]:
+    out = []
+    for f in found:
+        f = {k: v for k, v in f.items() if k != "id"}
+        if f.get("rank") is None:
+            saved = f.pop("step_savings_us", None)
+            assert (saved is not None) == local, f["kind"]
+        out.append(f)
+    return sorted(out, key=lambda f: (f["kind"], str(f.get("rank")), f["title"]))
+
+
 def assert_same(local: Report, remote: Report) -> None:
     """The whole documents equal but for what docs/scale.md says differs: ``source.engine``
     and the job's critical path (a note on the cluster path); the ranks' own paths equal."""
@@ -72,6 +83,10 @@ def assert_same(local: Report, remote: Report) -> None:
     job_path = b.pop("critical_path")
     assert job_path == {"scope": "job", "length_us": None, "notes": [JOB_PATH_NOTE]}
     assert a.pop("critical_path")["scope"] == "job"
+    # without the job path, the job's own findings are not measured against it: their
+    # step_savings_us is null there, which can change the ranking (and so the ids)
+    fa, fb = _findings(a.pop("findings"), local=True), _findings(b.pop("findings"), local=False)
+    assert fa == fb
     assert a == b
     assert [r.rank for r in local.ranks] == [r.rank for r in remote.ranks]
     for x, y in zip(local.ranks, remote.ranks, strict=True):
