@@ -65,8 +65,8 @@ def _without_paths(section: Any) -> Any:
 
 def _findings(found: list[dict[str, Any]], *, local: bool) -> list[dict[str, Any]]:
     out = []
-    for f in found:
-        f = {k: v for k, v in f.items() if k != "id"}
+    for one in found:
+        f = {k: v for k, v in one.items() if k != "id"}
         if f.get("rank") is None:
             saved = f.pop("step_savings_us", None)
             assert (saved is not None) == local, f["kind"]

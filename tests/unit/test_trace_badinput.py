@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -493,3 +494,89 @@ def test_max_inflate_on_the_command_line(tmp_path: Path, monkeypatch: pytest.Mon
         check=False,
     )
     assert ok.returncode == 0, ok.stderr
+
+
+# -- whitespace between events costs no memory ------------------------------------------------
+
+
+def _blocks(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+@pytest.mark.parametrize("size", [7, 4096, 1 << 20])
+def test_long_blank_runs_are_squeezed_across_blocks(size: int) -> None:
+    from opscope.trace.jsonstream import BLANK_RUN, Blanks, squeeze_blanks
+
+    mixed = b"\n  " * BLANK_RUN  # holds newlines: can never be inside a string
+    spaces = b" " * (3 * BLANK_RUN)
+    data = b'{"a": 1,' + mixed + b'"b": "x' + spaces + b'y", "c":' + b" " * 100 + b"2}"
+    blanks = Blanks()
+    out = b"".join(squeeze_blanks(_blocks(data, size), blanks))
+    assert b'"a": 1,\n"b": "x' in out  # the mixed run is one newline
+    assert b'"x' + b" " * (BLANK_RUN // 2) + b'y"' in out  # spaces alone keep half the bound
+    assert b'"c":' + b" " * 100 + b"2}" in out  # short runs untouched
+    assert blanks.runs == 2 and blanks.spaces == 1
+    assert blanks.bytes == len(data) - len(out)
+
+
+@given(st.lists(st.sampled_from([b"{", b"}", b'"k":', b"1,", b" ", b"\n", b"ab"]), max_size=80))
+def test_squeezing_leaves_short_runs_alone(parts: list[bytes]) -> None:
+    from opscope.trace.jsonstream import Blanks, squeeze_blanks
+
+    data = b"".join(parts)
+    assert b"".join(squeeze_blanks(_blocks(data, 3), Blanks())) == data
+
+
+def test_blanks_between_events_keep_every_event(tmp_path: Path) -> None:
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
+        for i in range(20)
+    ]
+    filler = b"\n\t " * (1 << 18)  # 768 KiB between every two events
+    body = (b"," + filler).join(json.dumps(e).encode() for e in events)
+    padded = tmp_path / "padded.json.gz"
+    padded.write_bytes(gzip.compress(b'{"traceEvents": [' + filler + body + filler + b"]}"))
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"traceEvents": events}))
+    a, b = load(padded, cache=False), load(plain, cache=False)
+    assert a.column("name") == b.column("name") == [f"op{i}" for i in range(20)]
+    assert not a.meta.warnings
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_a_blank_bomb_runs_in_flat_memory(tmp_path: Path) -> None:
+    """300 MB of blanks inside traceEvents, the inflation bound lifted: the load keeps both
+    events and its peak memory stays near the interpreter's (the blanks were buffered whole
+    before: several times 300 MB)."""
+    import subprocess
+
+    bomb = tmp_path / "blanks.json.gz"
+    ev = b'{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1}'
+    with gzip.open(bomb, "wb", compresslevel=1) as f:
+        f.write(b'{"traceEvents": [' + ev + b",")
+        chunk = b" \n" * (1 << 19)
+        for _ in range(300):
+            f.write(chunk)
+        f.write(ev + b"]}")
+    assert bomb.stat().st_size < 3_000_000
+    # VmHWM, not ru_maxrss: Linux carries the forking parent's peak into the child's
+    # ru_maxrss across exec, and this test's parent is pytest
+    code = (
+        "import re, sys\n"
+        "from opscope.trace import load\n"
+        "t = load(sys.argv[1], cache=False)\n"
+        "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+        "print(len(t), hwm)\n"
+    )
+    env = dict(os.environ, OPSCOPE_MAX_INFLATE="0")
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(bomb)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    ).stdout.split()
+    n, peak_kib = int(out[0]), int(out[1])
+    assert n == 2
+    assert peak_kib < 400 * 1024, f"peak RSS {peak_kib // 1024} MiB"

@@ -197,11 +197,20 @@ def _finish(builder: KinetoBuilder, stream: Any) -> KinetoParse:
 
 
 def _warnings(path: Path, data: Any, stream: Any) -> list[str]:
+    from opscope.trace.jsonstream import BLANK_RUN
+
     warnings = []
     if data.cut:
         warnings.append(f"{path}: {data.cut}")
     if stream.warning:
         warnings.append(stream.warning)
+    if stream.blanks.spaces:
+        n = stream.blanks.spaces
+        warnings.append(
+            f"{path}: {n} run{'s' if n > 1 else ''} of more than {BLANK_RUN // 1024} KiB of "
+            "spaces shortened while reading (bytes between events cost no memory; a string "
+            "holding such a run would be shorter)"
+        )
     if stream.invalid:
         at, head = stream.invalid[0]
         n = len(stream.invalid)
