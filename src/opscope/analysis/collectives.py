@@ -50,6 +50,12 @@ is recorded, so ``bytes`` is the input's size there.  (Gloo traces of PyTorch 2.
 ``record_param_comms``: their type comes from the ``c10d::*`` op, their size from its shapes
 and the ``gloo:*`` range's, and they carry no ``seq``.)
 
+**Process groups.**  ``pg`` is ``Process Group Name`` (the one group ``distributedInfo``
+lists, else ``"0"``, the default group, when the call names none); ``pg_size`` is ``Group
+size``, else the group's size in ``distributedInfo.pg_config``, else - a call that names no
+group in a trace whose ``distributedInfo`` lists none (PyTorch before 2.0) - the world size:
+the default group spans the world.
+
 **Order.**  ``index`` counts the collectives of one process group in issue order (the anchor's
 start), 0-based; point-to-point calls (send, recv) are counted apart, since a send on one rank
 pairs with a recv on another and would shift every later collective's index.  With a step
@@ -286,6 +292,9 @@ class _Ctx:
     range_rows: np.ndarray  # backend ranges (nccl:*, gloo:*)
     pg_sizes: Mapping[str, int]  # process group sizes from distributedInfo
     only_pg: str | None  # the one process group distributedInfo lists, if one
+    # the world size, for records that name no process group when distributedInfo lists none
+    # (the default group spans the world); None when it lists some
+    world: int | None = None
 
 
 @dataclass
@@ -381,7 +390,8 @@ def collective_records(trace: Trace, steps: tuple[int, int] | None = None) -> li
                 orphans.append(k)
 
     pg_sizes = _pg_config(trace)
-    ctx = _Ctx(idx, range_rows, pg_sizes, next(iter(pg_sizes)) if len(pg_sizes) == 1 else None)
+    only = next(iter(pg_sizes)) if len(pg_sizes) == 1 else None
+    ctx = _Ctx(idx, range_rows, pg_sizes, only, None if pg_sizes else _world_size(trace))
     ranks = idx.rank
     window = idx.in_steps(steps)
 
@@ -464,14 +474,27 @@ def _link_work(hosts: list[_Chain], works: list[_Chain], start: np.ndarray, name
     return linked
 
 
-def _pg_fields(
-    args: Mapping[str, Any], pg_sizes: Mapping[str, int], only_pg: str | None
-) -> tuple[str, int | None]:
+def _world_size(trace: Trace) -> int | None:
+    """``distributedInfo.world_size``, when it is a positive integer."""
+    world = (trace.meta.distributed_info or {}).get("world_size")
+    if isinstance(world, bool) or not isinstance(world, int) or world < 1:
+        return None
+    return world
+
+
+def _pg_fields(args: Mapping[str, Any], ctx: _Ctx) -> tuple[str, int | None]:
+    """(process group, its size): the args' ``Process Group Name`` and ``Group size``, else
+    the size ``distributedInfo.pg_config`` gives the group, else, for a call that names no
+    group in a trace whose ``distributedInfo`` lists none, the world size (the default
+    group's)."""
     name = args.get("Process Group Name")
-    pg = str(name) if name not in (None, "") else (only_pg if only_pg is not None else "0")
+    unnamed = name in (None, "")
+    pg = str(name) if not unnamed else (ctx.only_pg if ctx.only_pg is not None else "0")
     size = _int_arg(args, "Group size")
     if size is None:
-        size = pg_sizes.get(pg)
+        size = ctx.pg_sizes.get(pg)
+    if size is None and unnamed:
+        size = ctx.world
     return pg, size
 
 
@@ -512,7 +535,7 @@ def _host_record(ctx: _Ctx, c: _Chain, kernels: list[int]) -> dict[str, Any] | N
         seq = _int_arg(kernel_args[0], "Seq", "seq")
     sized = ("In msg nelems", "Out msg nelems")
     src = next((a for a in [rpc, *kernel_args] if any(k in a for k in sized)), {})
-    pg, pg_size = _pg_fields(src or rpc, ctx.pg_sizes, ctx.only_pg)
+    pg, pg_size = _pg_fields(src or rpc, ctx)
     if src:
         ins = _int_arg(src, "In msg nelems")
         outs = _int_arg(src, "Out msg nelems")
@@ -558,7 +581,7 @@ def _range_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     if kind == "wait":
         return None
     nelems, dtype = _shape_size(_args(idx, row))
-    pg, pg_size = _pg_fields({}, ctx.pg_sizes, ctx.only_pg)
+    pg, pg_size = _pg_fields({}, ctx)
     rec: dict[str, Any] = {
         "name": kind,
         "raw_name": idx.name[row],
@@ -581,7 +604,7 @@ def _kernel_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     kind = _collective_type(coll_name)
     if kind == "wait":
         return None
-    pg, pg_size = _pg_fields(args, ctx.pg_sizes, ctx.only_pg)
+    pg, pg_size = _pg_fields(args, ctx)
     counts = [n for n in (_int_arg(args, "In msg nelems"), _int_arg(args, "Out msg nelems")) if n]
     dtype = _scalar_type(args.get("dtype"))
     rec: dict[str, Any] = {
