@@ -34,7 +34,13 @@ form one chain; its topmost event is the collective's *anchor*.  ``record_param_
   gives the times of the work.  Otherwise the anchor's own start and end are used.
 
 A comm kernel that no host op issued (its launch is outside the window) makes a record of its
-own when its ``args`` name the collective (``Collective name``, recent Kineto).
+own when its ``args`` name the collective (``Collective name``, recent Kineto).  Device
+communication with no host side at all, whose ``args`` name the collective instance each
+transfer belongs to (:data:`INSTANCE_KEYS`: an IBM AIU's ``CollGroup``), makes one record per
+instance on each rank: from the first transfer's start to the last one's end, its type the one
+the transfers' names imply (:func:`opscope.trace.commnames.collective_of`; the instance name's
+own words when they do not say), its ``bytes`` the largest of the transfers' ``Bytes`` (each
+transfer moves one message).
 
 **Events.**  A record names its events by id (``trace.events`` column ``id``): ``event_id``
 is the anchor's (the kernel's or the range's for a record without a host call) and
@@ -252,6 +258,9 @@ def _int_arg(args: Mapping[str, Any], *keys: str) -> int | None:
     return None
 
 
+#: ``args`` keys naming the collective instance a device transfer belongs to (IBM AIU).
+INSTANCE_KEYS = ("CollGroup",)
+
 # -- per-rank records --------------------------------------------------------------------------
 
 _MAX_HOPS = 256  # op tree depth bound when walking up
@@ -407,11 +416,20 @@ def collective_records(trace: Trace, steps: tuple[int, int] | None = None) -> li
             rec = _range_record(ctx, c.anchor)
             if rec is not None:
                 found.append((c.anchor, rec))
+    grouped: dict[tuple[int, str], list[int]] = {}
     for k in orphans:
-        if window[k]:
-            rec = _kernel_record(ctx, k)
-            if rec is not None:
-                found.append((k, rec))
+        if not window[k]:
+            continue
+        instance = _instance_of(ctx, k)
+        if instance is not None:
+            grouped.setdefault((int(ranks[k]), instance), []).append(k)
+            continue
+        rec = _kernel_record(ctx, k)
+        if rec is not None:
+            found.append((k, rec))
+    for (_rank, instance), members in grouped.items():
+        first, rec = _instance_record(ctx, instance, members)
+        found.append((first, rec))
     found.sort(key=lambda f: (int(ranks[f[0]]), int(start[f[0]]), f[0]))
     counters: dict[tuple[int, str, bool], int] = {}
     out: list[dict[str, Any]] = []
@@ -594,6 +612,44 @@ def _range_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     return _timed(rec, int(idx.start[row]), int(idx.end[row]), [row])
 
 
+def _instance_of(ctx: _Ctx, row: int) -> str | None:
+    """The collective instance a comm event's args name (:data:`INSTANCE_KEYS`), or None."""
+    text = ctx.idx.args_text(row)
+    if not text or not any(k in text for k in INSTANCE_KEYS):
+        return None
+    args = _args(ctx.idx, row)
+    for key in INSTANCE_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _instance_record(ctx: _Ctx, instance: str, rows: list[int]) -> tuple[int, dict[str, Any]]:
+    """(first row, record) of the transfers of one collective instance on one rank."""
+    from opscope.trace.commnames import collective_of
+
+    idx = ctx.idx
+    rows = sorted(rows, key=lambda r: (int(idx.start[r]), r))
+    named = [c for r in rows if (c := collective_of(idx.name[r])) is not None]
+    kind = next((c for c in named if c not in P2P_TYPES), named[0] if named else None)
+    if kind is None:
+        kind = _collective_type(instance.split("_", 1)[0])
+    sizes = [b for r in rows if (b := _int_arg(_args(idx, r), "Bytes")) is not None]
+    pg, pg_size = _pg_fields({}, ctx)
+    rec: dict[str, Any] = {
+        "name": kind,
+        "raw_name": instance,
+        "pg": pg,
+        "pg_size": pg_size,
+        "seq": None,
+        "bytes": max(sizes) if sizes else None,
+        "dtype": None,
+    }
+    r = np.asarray(rows, dtype=np.int64)
+    return rows[0], _timed(rec, int(idx.start[r].min()), int(idx.end[r].max()), rows)
+
+
 def _kernel_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     """A comm kernel no host op in the trace issued, when its args name the collective."""
     idx = ctx.idx
@@ -622,6 +678,7 @@ def _kernel_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
 __all__ = [
     "COLLECTIVE_TYPES",
     "DTYPE_BYTES",
+    "INSTANCE_KEYS",
     "RECORD_KEYS",
     "SAME_SIZE_TYPES",
     "collective_records",
