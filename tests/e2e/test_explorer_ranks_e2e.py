@@ -61,3 +61,59 @@ def test_rank_headers_collapse_and_the_collective_waits(
     page.wait_for_function("() => window.__opscope.collectiveDrawn >= 2")
     shot(page, "ranks-collective")
     assert page.errors == [], page.errors
+
+
+def test_static_report_draws_the_selected_collective(
+    page: Any, tmp_path: Path, shot: Callable[[Any, str], Path]
+) -> None:
+    # the same job as one self-contained HTML file opened from file://: no server to ask
+    write_nccl_job(tmp_path / "job", 2, n=3, late_rank=1, late_us=120.0, pg=EVIL)
+    from opscope.analysis.report import analyze
+    from opscope.explorer import static_html
+    from opscope.trace import load
+
+    trace = load(tmp_path / "job")
+    names, ids = trace.events.column("name").to_pylist(), trace.events.column("id").to_pylist()
+    kernel = ids[names.index(KERNEL)]
+    out = tmp_path / "report.html"
+    out.write_text(static_html.render(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
+    page.goto(out.as_uri() + "#timeline")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.wait_for_function("() => window.__opscope && window.__opscope.lanesDrawn > 0")
+    assert sorted(_headers(page)) == [0, 1]
+    page.evaluate(f"() => window.__opscope.select({kernel})")
+    page.wait_for_selector("[data-testid=coll-waits] tbody tr")
+    rows = page.locator("[data-testid=coll-waits] tbody tr")
+    assert rows.count() == 2
+    assert rows.nth(0).get_attribute("data-rank") == "0"
+    assert "120" in rows.nth(0).locator("td").nth(2).text_content()
+    assert rows.nth(1).locator("td").nth(0).text_content() == "1 (last)"
+    assert EVIL in page.text_content("[data-testid=collective] h3")
+    assert page.locator("img").count() == 0
+    page.wait_for_function("() => window.__opscope.collectiveDrawn >= 2")
+    shot(page, "static-collective")
+    assert page.errors == [], page.errors
+
+
+def test_static_report_says_when_a_collective_was_left_out(
+    page: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_nccl_job(tmp_path / "job", 2, n=3, late_rank=1, late_us=120.0)
+    from opscope.analysis.report import analyze
+    from opscope.explorer import static_html
+    from opscope.trace import load
+
+    monkeypatch.setattr(static_html, "STATIC_MAX_COLLECTIVES", 1)  # the first instance only
+    trace = load(tmp_path / "job")
+    names, ids = trace.events.column("name").to_pylist(), trace.events.column("id").to_pylist()
+    last = [i for n, i in zip(names, ids, strict=True) if n == KERNEL][2]  # rank 0's third
+    out = tmp_path / "report.html"
+    out.write_text(static_html.render(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
+    page.goto(out.as_uri() + "#timeline")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.evaluate(f"() => window.__opscope.select({last})")
+    page.wait_for_selector("[data-testid=collective]")
+    text = page.text_content("[data-testid=collective]")
+    assert "not among the 1 of 3 embedded" in text
+    assert page.locator("[data-testid=coll-waits]").count() == 0
+    assert page.errors == [], page.errors

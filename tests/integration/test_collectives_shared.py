@@ -65,9 +65,15 @@ def test_two_ranks_of_a_128_rank_job(shared: Callable[[str], Path]) -> None:
     # the two sampled windows do not hold the same collectives: the matcher says where the
     # ranks part and matches nothing past it
     instances, warnings = match_collectives(by_rank)
-    assert len(warnings) == 1
-    assert "disagree" in warnings[0]
-    assert "stopped" in warnings[0]
+    # the calls name no process group and distributedInfo lists none: the default group,
+    # whose size is the world's (128), of which two ranks are here
+    assert {r["pg_size"] for recs in by_rank.values() for r in recs} == {128}
+    assert len(warnings) == 2
+    assert warnings[0] == (
+        "pg 0: records from 2 of its 128 ranks (0, 1); waits and skews cover those only"
+    )
+    assert "disagree" in warnings[1]
+    assert "stopped" in warnings[1]
     for inst in instances:
         assert inst["ranks"] == [0, 1]
         names = {by_rank[r][inst["seq"]]["name"] for r in (0, 1)}

@@ -301,6 +301,20 @@ KERNELS: list[tuple[str, str, str | None]] = [
     ("ccl_kernel_copy(void*)", "oneccl", None),
     # Neuron
     ("cc_running", "neuron", None),
+    # IBM AIU RDMA transfers (a real trace's names): the collective of the [sync=...] tag
+    ("SenRdmaSend_82227 [sync=AllReduce_all_reduce_4_s0_r1_0] DmaO", "aiu", "all_reduce"),
+    (
+        "SenRdmaReceive_82229 [524288B] [sync=AllReduce_all_reduce_4_s3_r0x7_6] DmaI",
+        "aiu",
+        "all_reduce",
+    ),
+    ("SenRdmaSend_82233 - Xseg to rank 0 [sync=AllReduce_x_s3_r0x7_6] DmaO", "aiu", "all_reduce"),
+    ("SenRdmaSend_7 [sync=ReduceScatter_rs_2_s0_r1_0] DmaO", "aiu", "reduce_scatter"),
+    ("SenRdmaReceive_8 [4096B] [sync=AllGather_ag_1_s1_r0_0] DmaI", "aiu", "all_gather"),
+    ("SenRdmaSend_9 [sync=AllToAll_a2a_0_s0_r1_0] DmaO", "aiu", "all_to_all"),
+    ("SenRdmaSend_10 [sync=Broadcast_bc_0_s0_r1_0] DmaO", "aiu", "broadcast"),
+    ("SenRdmaSend_11 [sync=Send_p2p_0] DmaO", "aiu", "send"),
+    ("SenRdmaReceive_12 [64B] DmaI", "aiu", "recv"),
 ]
 
 # names no row may take: compute kernels named after reductions, gathers or collectives they
@@ -357,6 +371,10 @@ NOT_COMM = [
     "triton_poi_fused_add_0",
     "_combined_routing_compute",
     "cc_exec_barrier",
+    # an AIU card's compute, also the reduction inside an all-reduce; a DMA that is no RDMA
+    "add_11 Cmpt Exec",
+    "AllReduce_all_reduce_4_Add_1 Cmpt Exec",
+    "Dma DmaO",
     "",
 ]
 

@@ -73,4 +73,39 @@ def test_fires_far_below_the_link_peak(tmp_path: Path) -> None:
 def test_quiet_when_fast_absent_or_the_link_is_unknown(tmp_path: Path) -> None:
     assert _findings(tmp_path, _doc(600)) == []  # busbw 292 GB/s: 97 % of the peak
     assert _findings(tmp_path, _doc(10_000, calls=0)) == []
-    assert _findings(tmp_path, _doc(10_000, device="NVIDIA A100 80GB PCIe")) == []  # no link figure
+    # no link figure: a device the peaks table does not know, one it knows without a link
+    assert _findings(tmp_path, _doc(10_000, device="NVIDIA GeForce RTX 4090")) == []
+    assert _findings(tmp_path, _doc(10_000, device="NVIDIA B200")) == []
+
+
+@pytest.mark.parametrize(
+    ("device", "link", "gbs"),
+    [
+        ("NVIDIA A100 80GB PCIe", "NVLink bridge (2 GPUs)", 300),
+        ("NVIDIA A100-PCIE-40GB", "NVLink bridge (2 GPUs)", 300),
+        ("NVIDIA A100-SXM4-40GB", "NVLink 3 (12 links)", 300),
+        ("Tesla V100-SXM2-16GB", "NVLink 2 (6 links)", 150),
+        ("NVIDIA H100 PCIe", "NVLink bridge (2 GPUs)", 300),
+    ],
+)
+def test_the_link_of_more_devices(tmp_path: Path, device: str, link: str, gbs: float) -> None:
+    # the same 17.5 GB/s of bus bandwidth, measured against each device's link per direction
+    (f,) = _findings(tmp_path, _doc(10_000, device=device))
+    d = f["details"]
+    assert d["link_gbps"] == gbs and d["link_share"] == pytest.approx(17.5 / gbs, rel=1e-3)
+    assert f"{link}'s {gbs} GB/s" in f["title"]
+    assert "datasheet" in d["link_source"] and "each way" in d["link_source"]
+
+
+@pytest.mark.parametrize("device", ["NVIDIA L40S", "NVIDIA L4"])
+def test_pcie_only_devices(tmp_path: Path, device: str) -> None:
+    # 17.5 GB/s is 55 % of PCIe Gen4's 32 GB/s each way: quiet; 100 MB in 25 ms (7 GB/s) fires
+    assert _findings(tmp_path, _doc(10_000, device=device)) == []
+    (f,) = _findings(tmp_path, _doc(25_000, device=device))
+    assert f["details"]["link_gbps"] == 32
+    assert f["details"]["link_share"] == pytest.approx(7.0 / 32, rel=1e-3)
+
+
+def test_a_link_at_its_pcie_peak_is_quiet(tmp_path: Path) -> None:
+    # 100 MB in 3.2 ms over 8 ranks: busbw 54.7 GB/s, above a V100 PCIe's 16 GB/s each way
+    assert _findings(tmp_path, _doc(3_200, device="Tesla V100-PCIE-32GB")) == []

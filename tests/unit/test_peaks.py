@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from opscope.analysis.peaks import builtin_table, device_peaks, match_device
+from opscope.analysis.peaks import builtin_table, device_peaks, interconnect, match_device
 from opscope.analysis.peaks import cpu as cpu_mod
 from opscope.errors import OpscopeError
 
@@ -23,6 +23,11 @@ from opscope.errors import OpscopeError
         ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
         ("NVIDIA H100 80GB HBM3", "h100-sxm"),
         ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA A100-PCIE-40GB", "a100-pcie"),
+        ("Tesla V100S-PCIE-32GB", "v100s-pcie"),
+        ("NVIDIA H100 NVL", "h100-nvl"),
+        ("NVIDIA L4", "l4"),
+        ("NVIDIA L40S", "l40s"),
         ("NVIDIA H200", "h200"),
         ("NVIDIA B200", "b200"),
         ("AMD Instinct MI250X", "mi250x-gcd"),
@@ -43,6 +48,56 @@ def test_names_match(name: str, key: str) -> None:
 def test_unknown_device_has_no_peaks() -> None:
     assert match_device("ARTEMIS") is None
     assert match_device("") is None
+    # "l4" only as a word of its own: not an L40, not an RTX A4000's "a4", not "l40s"
+    assert match_device("NVIDIA L40") is None
+    assert match_device("NVIDIA RTX A4000") is None
+
+
+# the link peak per direction (GB/s) of each device the datasheets give one for: the figures
+# as the vendors state them (both directions) halved, or the stated per-direction figure
+LINKS = [
+    ("Tesla V100-SXM2-16GB", "NVLink 2 (6 links)", 150),
+    ("Tesla V100-PCIE-32GB", "PCIe Gen3 x16", 16),
+    ("Tesla V100S-PCIE-32GB", "PCIe Gen3 x16", 16),
+    ("NVIDIA A100-SXM4-40GB", "NVLink 3 (12 links)", 300),
+    ("NVIDIA A100-SXM4-80GB", "NVLink 3 (12 links)", 300),
+    ("NVIDIA A100-PCIE-40GB", "NVLink bridge (2 GPUs)", 300),
+    ("NVIDIA A100 80GB PCIe", "NVLink bridge (2 GPUs)", 300),
+    ("NVIDIA H100 PCIe", "NVLink bridge (2 GPUs)", 300),
+    ("NVIDIA H100 NVL", "NVLink bridge (2 GPUs)", 300),
+    ("NVIDIA H100 80GB HBM3", "NVLink 4 (18 links)", 450),
+    ("NVIDIA H200", "NVLink 4 (18 links)", 450),
+    ("NVIDIA L4", "PCIe Gen4 x16 (no NVLink)", 32),
+    ("NVIDIA L40S", "PCIe Gen4 x16 (no NVLink)", 32),
+    ("AMD Instinct MI210", "Infinity Fabric bridge (3 links)", 150),
+    ("AMD Instinct MI300X", "Infinity Fabric / xGMI (7 links)", 448),
+    ("AWS Trainium2 (trn2.48xlarge)", "NeuronLink-v3 (4 links)", 640),
+]
+
+
+@pytest.mark.parametrize(("name", "link", "gbs"), LINKS)
+def test_interconnect_per_direction(name: str, link: str, gbs: float) -> None:
+    got = interconnect(name)
+    assert got is not None and (got["name"], got["gbs"]) == (link, gbs)
+    # every figure says where it comes from and which direction it counts
+    assert "each way" in got["source"]
+    assert "http" in got["source"] or "aws-neuron-sdk" in got["source"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    # no stated per-device figure: an MI250X/MI250 GCD (AMD states the package's links),
+    # Trainium (NeuronLink-v2 without a figure), B200/MI325X/MI355X not added yet
+    ["AMD Instinct MI250X", "AMD Instinct MI250", "trn1.32xlarge", "NVIDIA B200", "ARTEMIS"],
+)
+def test_no_interconnect_where_no_figure_is_stated(name: str) -> None:
+    assert interconnect(name) is None
+
+
+def test_every_link_of_the_table_is_tested() -> None:
+    with_link = {k for k, e in builtin_table()["devices"].items() if "interconnect" in e}
+    tested = {match_device(name).key for name, _l, _g in LINKS}  # type: ignore[union-attr]
+    assert with_link == tested
 
 
 def test_device_properties_identify_generic_names() -> None:

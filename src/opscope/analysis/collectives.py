@@ -34,7 +34,13 @@ form one chain; its topmost event is the collective's *anchor*.  ``record_param_
   gives the times of the work.  Otherwise the anchor's own start and end are used.
 
 A comm kernel that no host op issued (its launch is outside the window) makes a record of its
-own when its ``args`` name the collective (``Collective name``, recent Kineto).
+own when its ``args`` name the collective (``Collective name``, recent Kineto).  Device
+communication with no host side at all, whose ``args`` name the collective instance each
+transfer belongs to (:data:`INSTANCE_KEYS`: an IBM AIU's ``CollGroup``), makes one record per
+instance on each rank: from the first transfer's start to the last one's end, its type the one
+the transfers' names imply (:func:`opscope.trace.commnames.collective_of`; the instance name's
+own words when they do not say), its ``bytes`` the largest of the transfers' ``Bytes`` (each
+transfer moves one message).
 
 **Events.**  A record names its events by id (``trace.events`` column ``id``): ``event_id``
 is the anchor's (the kernel's or the range's for a record without a host call) and
@@ -49,6 +55,12 @@ the size of the first tensor type recorded.  For an ``all_gather`` into a list o
 is recorded, so ``bytes`` is the input's size there.  (Gloo traces of PyTorch 2.13 hold no
 ``record_param_comms``: their type comes from the ``c10d::*`` op, their size from its shapes
 and the ``gloo:*`` range's, and they carry no ``seq``.)
+
+**Process groups.**  ``pg`` is ``Process Group Name`` (the one group ``distributedInfo``
+lists, else ``"0"``, the default group, when the call names none); ``pg_size`` is ``Group
+size``, else the group's size in ``distributedInfo.pg_config``, else - a call that names no
+group in a trace whose ``distributedInfo`` lists none (PyTorch before 2.0) - the world size:
+the default group spans the world.
 
 **Order.**  ``index`` counts the collectives of one process group in issue order (the anchor's
 start), 0-based; point-to-point calls (send, recv) are counted apart, since a send on one rank
@@ -246,6 +258,9 @@ def _int_arg(args: Mapping[str, Any], *keys: str) -> int | None:
     return None
 
 
+#: ``args`` keys naming the collective instance a device transfer belongs to (IBM AIU).
+INSTANCE_KEYS = ("CollGroup",)
+
 # -- per-rank records --------------------------------------------------------------------------
 
 _MAX_HOPS = 256  # op tree depth bound when walking up
@@ -286,6 +301,9 @@ class _Ctx:
     range_rows: np.ndarray  # backend ranges (nccl:*, gloo:*)
     pg_sizes: Mapping[str, int]  # process group sizes from distributedInfo
     only_pg: str | None  # the one process group distributedInfo lists, if one
+    # the world size, for records that name no process group when distributedInfo lists none
+    # (the default group spans the world); None when it lists some
+    world: int | None = None
 
 
 @dataclass
@@ -381,7 +399,8 @@ def collective_records(trace: Trace, steps: tuple[int, int] | None = None) -> li
                 orphans.append(k)
 
     pg_sizes = _pg_config(trace)
-    ctx = _Ctx(idx, range_rows, pg_sizes, next(iter(pg_sizes)) if len(pg_sizes) == 1 else None)
+    only = next(iter(pg_sizes)) if len(pg_sizes) == 1 else None
+    ctx = _Ctx(idx, range_rows, pg_sizes, only, None if pg_sizes else _world_size(trace))
     ranks = idx.rank
     window = idx.in_steps(steps)
 
@@ -397,11 +416,20 @@ def collective_records(trace: Trace, steps: tuple[int, int] | None = None) -> li
             rec = _range_record(ctx, c.anchor)
             if rec is not None:
                 found.append((c.anchor, rec))
+    grouped: dict[tuple[int, str], list[int]] = {}
     for k in orphans:
-        if window[k]:
-            rec = _kernel_record(ctx, k)
-            if rec is not None:
-                found.append((k, rec))
+        if not window[k]:
+            continue
+        instance = _instance_of(ctx, k)
+        if instance is not None:
+            grouped.setdefault((int(ranks[k]), instance), []).append(k)
+            continue
+        rec = _kernel_record(ctx, k)
+        if rec is not None:
+            found.append((k, rec))
+    for (_rank, instance), members in grouped.items():
+        first, rec = _instance_record(ctx, instance, members)
+        found.append((first, rec))
     found.sort(key=lambda f: (int(ranks[f[0]]), int(start[f[0]]), f[0]))
     counters: dict[tuple[int, str, bool], int] = {}
     out: list[dict[str, Any]] = []
@@ -464,14 +492,27 @@ def _link_work(hosts: list[_Chain], works: list[_Chain], start: np.ndarray, name
     return linked
 
 
-def _pg_fields(
-    args: Mapping[str, Any], pg_sizes: Mapping[str, int], only_pg: str | None
-) -> tuple[str, int | None]:
+def _world_size(trace: Trace) -> int | None:
+    """``distributedInfo.world_size``, when it is a positive integer."""
+    world = (trace.meta.distributed_info or {}).get("world_size")
+    if isinstance(world, bool) or not isinstance(world, int) or world < 1:
+        return None
+    return world
+
+
+def _pg_fields(args: Mapping[str, Any], ctx: _Ctx) -> tuple[str, int | None]:
+    """(process group, its size): the args' ``Process Group Name`` and ``Group size``, else
+    the size ``distributedInfo.pg_config`` gives the group, else, for a call that names no
+    group in a trace whose ``distributedInfo`` lists none, the world size (the default
+    group's)."""
     name = args.get("Process Group Name")
-    pg = str(name) if name not in (None, "") else (only_pg if only_pg is not None else "0")
+    unnamed = name in (None, "")
+    pg = str(name) if not unnamed else (ctx.only_pg if ctx.only_pg is not None else "0")
     size = _int_arg(args, "Group size")
     if size is None:
-        size = pg_sizes.get(pg)
+        size = ctx.pg_sizes.get(pg)
+    if size is None and unnamed:
+        size = ctx.world
     return pg, size
 
 
@@ -512,7 +553,7 @@ def _host_record(ctx: _Ctx, c: _Chain, kernels: list[int]) -> dict[str, Any] | N
         seq = _int_arg(kernel_args[0], "Seq", "seq")
     sized = ("In msg nelems", "Out msg nelems")
     src = next((a for a in [rpc, *kernel_args] if any(k in a for k in sized)), {})
-    pg, pg_size = _pg_fields(src or rpc, ctx.pg_sizes, ctx.only_pg)
+    pg, pg_size = _pg_fields(src or rpc, ctx)
     if src:
         ins = _int_arg(src, "In msg nelems")
         outs = _int_arg(src, "Out msg nelems")
@@ -558,7 +599,7 @@ def _range_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     if kind == "wait":
         return None
     nelems, dtype = _shape_size(_args(idx, row))
-    pg, pg_size = _pg_fields({}, ctx.pg_sizes, ctx.only_pg)
+    pg, pg_size = _pg_fields({}, ctx)
     rec: dict[str, Any] = {
         "name": kind,
         "raw_name": idx.name[row],
@@ -571,6 +612,44 @@ def _range_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     return _timed(rec, int(idx.start[row]), int(idx.end[row]), [row])
 
 
+def _instance_of(ctx: _Ctx, row: int) -> str | None:
+    """The collective instance a comm event's args name (:data:`INSTANCE_KEYS`), or None."""
+    text = ctx.idx.args_text(row)
+    if not text or not any(k in text for k in INSTANCE_KEYS):
+        return None
+    args = _args(ctx.idx, row)
+    for key in INSTANCE_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _instance_record(ctx: _Ctx, instance: str, rows: list[int]) -> tuple[int, dict[str, Any]]:
+    """(first row, record) of the transfers of one collective instance on one rank."""
+    from opscope.trace.commnames import collective_of
+
+    idx = ctx.idx
+    rows = sorted(rows, key=lambda r: (int(idx.start[r]), r))
+    named = [c for r in rows if (c := collective_of(idx.name[r])) is not None]
+    kind = next((c for c in named if c not in P2P_TYPES), named[0] if named else None)
+    if kind is None:
+        kind = _collective_type(instance.split("_", 1)[0])
+    sizes = [b for r in rows if (b := _int_arg(_args(idx, r), "Bytes")) is not None]
+    pg, pg_size = _pg_fields({}, ctx)
+    rec: dict[str, Any] = {
+        "name": kind,
+        "raw_name": instance,
+        "pg": pg,
+        "pg_size": pg_size,
+        "seq": None,
+        "bytes": max(sizes) if sizes else None,
+        "dtype": None,
+    }
+    r = np.asarray(rows, dtype=np.int64)
+    return rows[0], _timed(rec, int(idx.start[r].min()), int(idx.end[r].max()), rows)
+
+
 def _kernel_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     """A comm kernel no host op in the trace issued, when its args name the collective."""
     idx = ctx.idx
@@ -581,7 +660,7 @@ def _kernel_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     kind = _collective_type(coll_name)
     if kind == "wait":
         return None
-    pg, pg_size = _pg_fields(args, ctx.pg_sizes, ctx.only_pg)
+    pg, pg_size = _pg_fields(args, ctx)
     counts = [n for n in (_int_arg(args, "In msg nelems"), _int_arg(args, "Out msg nelems")) if n]
     dtype = _scalar_type(args.get("dtype"))
     rec: dict[str, Any] = {
@@ -599,6 +678,7 @@ def _kernel_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
 __all__ = [
     "COLLECTIVE_TYPES",
     "DTYPE_BYTES",
+    "INSTANCE_KEYS",
     "RECORD_KEYS",
     "SAME_SIZE_TYPES",
     "collective_records",

@@ -154,10 +154,13 @@ def rank_checks(
     if len(ranks) > 1:
         unnamed = [r for r, s in sources.items() if s != "distributedInfo"]
         if unnamed:
+            first = next(r for r in ranks if str(r.rank) == unnamed[0])
+            how = "file name" if sources[unnamed[0]] == "filename" else "file order"
+            if "process id" in str(first.source.get("rank_source", "")):
+                how = "process id (one file holds them all)"
             out.append(
                 f"ranks {', '.join(unnamed[:10])}{' ...' if len(unnamed) > 10 else ''} have no "
-                "distributedInfo in their trace: told apart by "
-                f"{'file name' if sources[unnamed[0]] == 'filename' else 'file order'}"
+                f"distributedInfo in their trace: told apart by {how}"
             )
     present = {r.rank for r in ranks}
     if world is not None and len(present) < world:

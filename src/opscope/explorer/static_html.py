@@ -17,6 +17,13 @@ embedded for the top ops' occurrences and the findings' evidence only.  The crit
 segments are embedded placed on their lanes (:func:`opscope.service.critical.drawn_path`), the
 :data:`STATIC_MAX_SEGMENTS` longest at most, so that the timeline's toggle draws it; the
 Summary's breakdown bar and the findings' notes read the report itself.
+
+Collectives (:func:`static_collectives`) are embedded as the live explorer's ``/api/collective``
+answers them (:class:`opscope.service.collectives.CollectiveLookup`), so that selecting a
+collective's kernel, host op or backend range draws it across the ranks with each rank's wait:
+the matched instances with the longest waits, :data:`STATIC_MAX_COLLECTIVES` at most (of a
+single rank, its longest records), each rank's work drawn up to :data:`STATIC_DRAWN` events,
+and a map from the records' event ids to them; the page says when more exist.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from opscope.analysis.chain import dependency_chain
 from opscope.explorer.data import with_relative_times
 from opscope.explorer.page import static_page
 from opscope.render import html
+from opscope.service.collectives import CollectiveLookup
 from opscope.service.critical import drawn_path
 from opscope.trace import Trace
 from opscope.trace.viewport import Viewport
@@ -37,6 +45,8 @@ STATIC_TOP_OPS = 15
 STATIC_OCCURRENCES = 200
 STATIC_MAX_CHAINS = 120
 STATIC_MAX_SEGMENTS = 4000
+STATIC_MAX_COLLECTIVES = 2000
+STATIC_DRAWN = 8
 
 
 def render(data: dict[str, Any], top: int = 50, *, trace: Trace | None = None) -> str:
@@ -95,7 +105,77 @@ def explorer_payload(report: dict[str, Any], trace: Trace) -> tuple[dict[str, An
     path = static_path(report.get("critical_path"), index)
     if path is not None:
         explorer["critical_path"] = path
+    colls = static_collectives(report, trace, index)
+    if colls is not None:
+        explorer["collectives"] = colls
     return data, explorer
+
+
+def _records(trace: Trace, steps: tuple[int, int] | None) -> dict[int, list[dict[str, Any]]]:
+    """Each rank's collective records, as the analysis made them (same steps)."""
+    from opscope.analysis.collectives import collective_records
+    from opscope.analysis.report import rank_traces
+
+    ranks = list(trace.meta.ranks)
+    if len(set(ranks)) <= 1:
+        return {int(ranks[0]) if ranks else 0: collective_records(trace, steps)}
+    return {int(t.meta.ranks[0]): collective_records(t, steps) for t in rank_traces(trace)}
+
+
+def static_collectives(
+    report: dict[str, Any], trace: Trace, index: Viewport, limit: int | None = None
+) -> dict[str, Any] | None:
+    """The collectives to embed (see the module docstring), ``limit`` at most (default
+    :data:`STATIC_MAX_COLLECTIVES`): ``items`` (answers as ``/api/collective`` gives them, less
+    the selected rank and absolute times), ``by_event`` (event id -> ``[item, rank]``),
+    ``total`` (instances, or records of a single rank), ``embedded`` and ``matched``; None
+    when the report has no ``distributed`` section."""
+    dist = report.get("distributed")
+    if not isinstance(dist, dict):
+        return None
+    limit = STATIC_MAX_COLLECTIVES if limit is None else limit
+    selection = (report.get("window") or {}).get("selection")
+    steps = (int(selection[0]), int(selection[1])) if selection else None
+    records = _records(trace, steps)
+    instances = list(dist.get("instances") or [])
+    lookup = CollectiveLookup.of_records(records, instances)
+    picks: list[tuple[int, int]] = []  # (rank, position) standing for each embedded item
+    if instances:
+        order = sorted(
+            range(len(instances)),
+            key=lambda i: (-max((instances[i].get("wait_us") or {}).values(), default=0.0), i),
+        )
+        total = len(instances)
+        for i in order[:limit]:
+            members = lookup.members[i]
+            if members:
+                picks.append(min(members.items()))
+    else:
+        flat = [(r, p) for r, recs in records.items() for p in range(len(recs))]
+        flat.sort(key=lambda rp: (-float(records[rp[0]][rp[1]]["dur_us"] or 0.0), rp))
+        total = len(flat)
+        picks = flat[:limit]
+    items: list[dict[str, Any]] = []
+    by_event: dict[str, list[int]] = {}
+    for rank, pos in picks:
+        answer = lookup.answer(index, rank, pos, drawn=STATIC_DRAWN)
+        answer.pop("rank", None)  # the selected rank: the page sets it
+        for member in answer["ranks"]:
+            member.pop("arrival_ns", None)  # absolute: the page draws the relative t0/t1
+            member.pop("end_ns", None)
+        k = len(items)
+        items.append(answer)
+        for member in answer["ranks"]:
+            for eid in [member.get("event_id"), *member.get("work_event_ids", [])]:
+                if eid is not None:
+                    by_event.setdefault(str(int(eid)), [k, int(member["rank"])])
+    return {
+        "items": items,
+        "by_event": by_event,
+        "total": total,
+        "embedded": len(items),
+        "matched": bool(instances),
+    }
 
 
 def static_path(section: Any, index: Viewport) -> dict[str, Any] | None:

@@ -41,7 +41,14 @@ class CollectiveLookup:
             only = int(ranks[0]) if ranks else 0
             records = {only: list(report.collectives)}
         dist = report.extra.get("distributed") or {}
-        instances = list(dist.get("instances") or [])
+        return cls.of_records(records, list(dist.get("instances") or []))
+
+    @classmethod
+    def of_records(
+        cls, records: dict[int, list[dict[str, Any]]], instances: list[dict[str, Any]]
+    ) -> CollectiveLookup:
+        """From each rank's collective records and the matched instances (a report's
+        ``distributed.instances``)."""
         members = instance_members(records, instances)
         by_event: dict[int, tuple[int, int]] = {}
         for rank, recs in records.items():
@@ -73,8 +80,11 @@ class CollectiveLookup:
                 cur = int(up[cur])
         return None
 
-    def answer(self, index: Viewport, rank: int, pos: int) -> dict[str, Any]:
-        """The instance of the record ``pos`` of ``rank`` (see :meth:`Workspace.collective`)."""
+    def answer(
+        self, index: Viewport, rank: int, pos: int, *, drawn: int = MAX_DRAWN
+    ) -> dict[str, Any]:
+        """The instance of the record ``pos`` of ``rank`` (see :meth:`Workspace.collective`);
+        ``drawn``: work events placed per rank at most."""
         rec = self.records[rank][pos]
         i = self.instance_of.get((rank, pos))
         if i is None:  # one rank, or a record no instance holds (point-to-point, unmatched)
@@ -89,7 +99,7 @@ class CollectiveLookup:
                 "dur_us": rec["dur_us"],
                 "matched": False,
                 "rank": rank,
-                "ranks": [_member(index, rec, 0.0)],
+                "ranks": [_member(index, rec, 0.0, drawn)],
             }
         inst = self.instances[i]
         waits: Mapping[str, float] = inst.get("wait_us") or {}
@@ -106,19 +116,21 @@ class CollectiveLookup:
             "matched": True,
             "rank": rank,
             "ranks": [
-                _member(index, self.records[r][p], float(waits.get(str(r), 0.0)))
+                _member(index, self.records[r][p], float(waits.get(str(r), 0.0)), drawn)
                 for r, p in sorted(members.items())
             ],
         }
 
 
-def _member(index: Viewport, rec: Mapping[str, Any], wait_us: float) -> dict[str, Any]:
+def _member(
+    index: Viewport, rec: Mapping[str, Any], wait_us: float, limit: int = MAX_DRAWN
+) -> dict[str, Any]:
     """One rank's part of an instance, with its events placed for drawing (``drawn``: lane,
     nesting row, relative start ``t`` and duration of the work events, or of the anchor when
-    the record has none; at most :data:`MAX_DRAWN`)."""
+    the record has none; at most ``limit``)."""
     work = [int(e) for e in rec.get("work_event_ids") or []]
     anchor = rec.get("event_id")
-    shown = work[:MAX_DRAWN] if work else ([int(anchor)] if anchor is not None else [])
+    shown = work[:limit] if work else ([int(anchor)] if anchor is not None else [])
     drawn = []
     for eid in shown:
         row = index.row_of(eid)

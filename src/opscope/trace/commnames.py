@@ -66,6 +66,12 @@ Families and where their names come from (the library's own kernel sources):
     AWS Neuron hardware events: ``cc_running`` (collective execution).  The Neuron readers class
     it themselves (``trace.neuron.schema.HW_COMM``); ``cc_exec_barrier`` (a core waiting at a
     collective barrier) is left an annotation there and here.
+``aiu``
+    IBM AIU (Spyre) RDMA transfers between cards: ``SenRdmaSend_82227 [sync=AllReduce_all_\
+    reduce_4_s0_r1_0] DmaO`` and ``SenRdmaReceive_82229 [524288B] [sync=...] DmaI`` (the
+    categories :mod:`opscope.trace.formats.aiu_json` gives them make them kernels).  Matched on
+    the whole name (its last word is the DMA direction, not an identifier); the collective is
+    the one the ``[sync=...]`` tag names, else ``send`` / ``recv``.
 ``gloo``
     Gloo, PyTorch's CPU backend: its work runs on host threads and is recorded as ``gloo:*``
     ranges (``gloo:all_reduce``, ``gloo:broadcast``).  Host rows (:func:`is_host_comm`), never a
@@ -119,6 +125,7 @@ FAMILIES: tuple[str, ...] = (
     "hccl",
     "oneccl",
     "neuron",
+    "aiu",
     "gloo",
 )
 
@@ -128,13 +135,15 @@ class CommPattern:
     """One row of the table.
 
     ``needles``: lower-case texts one of which every name the row matches contains (a cheap
-    test before the regex); ``device`` is False for host-side communication work (Gloo)."""
+    test before the regex); ``device`` is False for host-side communication work (Gloo);
+    ``whole``: the regex is matched against the whole name, not its identifier."""
 
     family: str
     needles: tuple[str, ...]
     regex: re.Pattern[str]
     collective: str | None
     device: bool = True
+    whole: bool = False
 
 
 # Collective words as the libraries spell them, most specific first (``reduce_scatter`` before
@@ -221,6 +230,26 @@ def _named(
     return tuple(rows)
 
 
+def _aiu() -> tuple[CommPattern, ...]:
+    """IBM AIU RDMA transfers: the collective the ``[sync=...]`` tag names, else the
+    direction."""
+    rows = [
+        CommPattern(
+            "aiu",
+            ("senrdma",),
+            re.compile(rf"^SenRdma(?:Send|Receive).*?\[sync=[^\]]*?(?:{w})", re.I),
+            c,
+            whole=True,
+        )
+        for c, w in _COLL_WORDS
+    ]
+    rows.append(CommPattern("aiu", ("senrdma",), re.compile(r"^SenRdmaSend"), "send", whole=True))
+    rows.append(
+        CommPattern("aiu", ("senrdma",), re.compile(r"^SenRdmaReceive"), "recv", whole=True)
+    )
+    return tuple(rows)
+
+
 def _nccl() -> tuple[CommPattern, ...]:
     # ncclKernel_W / ncclDevKernel_W / ncclDevKernelDebug_W (2.8+); ncclWRingLLKernel (<= 2.7)
     rows = [
@@ -273,6 +302,7 @@ COMM_PATTERNS: tuple[CommPattern, ...] = (
     *_named("hccl", ("hcom_", "hccl"), r"^(?:hcom_|hccl)"),
     *_named("oneccl", "ccl", r"^(?:oneccl|xccl|ccl)(?:::|_)"),
     _row("neuron", "cc_running", r"^cc_running$", None),
+    *_aiu(),
     *_named("gloo", "gloo:", r"^gloo:", device=False),
 )
 
@@ -308,7 +338,7 @@ def match(name: str) -> CommPattern | None:
         return None
     ident = kernel_identifier(name)
     for row in rows:
-        if row.regex.search(ident):
+        if row.regex.search(name if row.whole else ident):
             return row
     return None
 

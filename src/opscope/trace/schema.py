@@ -111,6 +111,11 @@ CATEGORY_MAP: dict[str, tuple[str, str]] = {
     # CUPTI range-profiler mode records each kernel as a range carrying its counters
     "cuda_profiler_range": ("device", "kernel"),
     "neuron_hw": ("device", "exec"),
+    # IBM AIU traces (trace.formats.aiu_json names their events' categories)
+    "aiu_compute": ("device", "kernel"),
+    "aiu_rdma": ("device", "kernel"),
+    "aiu_dma": ("device", "memcpy"),
+    "aiu_prep": ("runtime", "runtime"),
 }
 
 # Device events that are work (an op's device time): kernels, copies, sets, collectives,

@@ -85,7 +85,24 @@ class StaticSource {
     return timeline.recordFromWindow(id);
   }
   async chain(id) { return (this.ex.chains || {})[id] || null; }
-  async collective() { return null; }
+  // the embedded collectives (the longest waits, capped): the event itself, else the op that
+  // issued it or the event it nests in, when one of them is a record's anchor or work
+  async collective(id, ev) {
+    const c = this.ex.collectives;
+    if (!c) return null;
+    for (const k of [id, ev && ev.op_id, ev && ev.parent_id, ev && ev.launch_id]) {
+      if (k === undefined || k === null) continue;
+      const hit = c.by_event[String(k)];
+      if (hit) return Object.assign({}, c.items[hit[0]], { rank: hit[1] });
+    }
+    return null;
+  }
+  // why a collective's event found nothing: fewer embedded than the report has
+  collectiveNote() {
+    const c = this.ex.collectives;
+    if (!c || c.embedded >= c.total) return null;
+    return `this collective is not among the ${c.embedded} of ${c.total} embedded in this page (the longest waits): open the trace with opscope explore to see every one`;
+  }
   // the path's segments are embedded (capped) when the page was rendered from its trace
   async criticalPath() { return this.ex.critical_path || null; }
   async occurrences(name) { return (this.ex.occurrences || {})[name] || null; }
@@ -385,12 +402,24 @@ async function select(id, opts = {}) {
   // the collective across the ranks (asked apart: it waits for the analysis), only for events
   // that can be part of one (any other answers 404, which the browser logs as an error)
   if (!ev || !(ev.kind === "comm" || COLLECTIVE_NAME.test(ev.name || ""))) return;
-  const coll = await src.collective(id);
-  if (state.selected !== id || !coll) return;
+  const coll = await src.collective(id, ev);
+  if (state.selected !== id) return;
+  if (!coll) {
+    const note = src.collectiveNote ? src.collectiveNote() : null;
+    if (note) renderCollectiveNote(note);
+    return;
+  }
   state.collective = coll;
   renderCollective(coll);
   timeline.setCollective(coll);
   timeline.draw();
+}
+
+function renderCollectiveNote(text) {
+  const box = $("#details");
+  const old = box.querySelector("[data-testid=collective]");
+  if (old) old.remove();
+  box.insertBefore(el("div", { class: "collective meta", dataset: { testid: "collective" }, text }), box.querySelector("button"));
 }
 
 function renderCollective(c) {

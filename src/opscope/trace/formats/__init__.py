@@ -13,7 +13,9 @@ The order settles the paths two formats could claim:
    Kineto ``trace.json``.  A folder holding several Neuron pieces is read as one profile by
    the Neuron loader, whichever of the three claims it.
 2. :mod:`.execution_trace` (a PyTorch execution trace, refused): before Kineto, both are JSON.
-3. :mod:`.kineto_json` (Kineto / Chrome trace JSON of every era, a run folder, a folder of
+3. :mod:`.aiu_json` (an IBM AIU trace: a bare array of begin/end events with ``attr``, no
+   ``args``): before Kineto, which would read it without its ``attr``, categories or cards.
+4. :mod:`.kineto_json` (Kineto / Chrome trace JSON of every era, a run folder, a folder of
    ranks): the fallback.
 
 Loading reads files and writes none other than the ingest cache's, and runs no program
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Protocol
 
 from opscope.trace.formats import (
+    aiu_json,
     execution_trace,
     kineto_json,
     neuron_capture,
@@ -65,6 +68,7 @@ FORMATS: tuple[Format, ...] = (
     Format(neuron_json.NAME, neuron_json.sniff, neuron_json.load),
     Format(neuron_capture.NAME, neuron_capture.sniff, neuron_capture.load),
     Format(execution_trace.NAME, execution_trace.sniff, execution_trace.load),
+    Format(aiu_json.NAME, aiu_json.sniff, aiu_json.load),
     Format(kineto_json.NAME, kineto_json.sniff, kineto_json.load),
 )
 
