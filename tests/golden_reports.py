@@ -92,6 +92,9 @@ def canonical(data: dict[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = orjson.loads(orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY))
     src = doc.get("source", {})
     src["paths"] = [_relative(p) for p in src.get("paths", [])]
+    for rank in doc.get("ranks") or []:  # a job's per-rank summaries name their files too
+        if isinstance(rank, dict) and "paths" in rank:
+            rank["paths"] = [_relative(p) for p in rank["paths"]]
     return doc
 
 
