@@ -126,7 +126,7 @@ def capture(target: Any, example_inputs: Sequence[Any]) -> Capture:
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 
-    class _Tracer(torch.fx.Tracer):  # type: ignore[misc]
+    class _Tracer(torch.fx.Tracer):
         # keep every frame: a function has no ``forward`` frame, which torch's filter wants
         def _filter_traceback_frames(self, summary: Any) -> Any:
             return summary
@@ -317,6 +317,13 @@ def _vector_of(x: Any, d: int) -> bool:
     return _is_node(x) and s is not None and s[-1:] == (d,) and math.prod(s) == d
 
 
+def _same_function(a: Any, b: Any) -> bool:
+    la, lb = location(a), location(b)
+    if la is None or lb is None:
+        return la is lb
+    return (la.file, la.function) == (lb.file, lb.function)
+
+
 def _closed(nodes: set[Any], output: Any) -> bool:
     """Every node but the output is used only inside the match."""
     return all(all(u in nodes for u in n.users) for n in nodes if n is not output)
@@ -360,7 +367,7 @@ def _rms_norm(node: Any) -> Match | None:
     # optionally times a weight of shape (D,), in the same function as the norm itself
     if len(top.users) == 1:
         (u,) = top.users
-        if op_name(u) == "mul" and len(u.args) == 2 and location(u) == location(top):
+        if op_name(u) == "mul" and len(u.args) == 2 and _same_function(u, top):
             w = u.args[1] if u.args[0] is top else u.args[0]
             if _vector_of(w, s[-1]) and dtype(w) == dtype(top):
                 weight, top = w, u
@@ -429,14 +436,14 @@ def _layer_norm(node: Any) -> Match | None:
         (u,) = top.users
         if op_name(u) == "mul" and len(u.args) == 2:
             w = u.args[1] if u.args[0] is top else u.args[0]
-            if _vector_of(w, s[-1]) and location(u) == location(top):
+            if _vector_of(w, s[-1]) and _same_function(u, top):
                 weight, top = w, u
                 inner.add(u)
     if weight is not None and len(top.users) == 1:
         (u,) = top.users
         if op_name(u) == "add" and len(u.args) == 2:
             b = u.args[1] if u.args[0] is top else u.args[0]
-            if _vector_of(b, s[-1]) and location(u) == location(top):
+            if _vector_of(b, s[-1]) and _same_function(u, top):
                 bias, top = b, u
                 inner.add(u)
     if not _closed(inner, top):
@@ -527,7 +534,8 @@ def _mask_ok(mask: Any, scores_shape: tuple[int, ...], q_dtype: Any) -> bool:
     if dtype(mask) not in (q_dtype, torch.bool):
         return False
     try:
-        return tuple(torch.broadcast_shapes(ms, scores_shape)) == tuple(scores_shape)
+        out = torch.broadcast_shapes(ms, scores_shape)  # type: ignore[no-untyped-call]
+        return tuple(out) == tuple(scores_shape)
     except RuntimeError:
         return False
 
@@ -601,7 +609,7 @@ def _gelu_tanh(node: Any) -> Match | None:
         return None
     inner.add(arg)
     fac = _mul_factors(arg, inner)
-    consts = [_const(f) for f in fac if _const(f) is not None]
+    consts = [c for c in map(_const, fac) if c is not None]
     rest = [f for f in fac if _const(f) is None]
     if len(rest) != 1 or not math.isclose(math.prod(consts or [1.0]), GELU_C, rel_tol=1e-4):
         return None
@@ -632,7 +640,7 @@ def _gelu_tanh(node: Any) -> Match | None:
         return None
     fac_inner: set[Any] = set()
     fac = _mul_factors(top, fac_inner)
-    consts = [_const(f) for f in fac if _const(f) is not None]
+    consts = [c for c in map(_const, fac) if c is not None]
     rest = [f for f in fac if _const(f) is None]
     if sorted(id(r) for r in rest) != sorted((id(x), id(one_plus))):
         return None
@@ -650,7 +658,7 @@ def _cubic_term(node: Any, x: Any, inner: set[Any]) -> bool:
         return False
     local: set[Any] = {node}
     fac = _mul_factors(node, local)
-    consts = [_const(f) for f in fac if _const(f) is not None]
+    consts = [c for c in map(_const, fac) if c is not None]
     rest = [f for f in fac if _const(f) is None]
     if not math.isclose(math.prod(consts or [1.0]), 0.044715, rel_tol=1e-4):
         return False
