@@ -165,7 +165,8 @@ def optimize(
         for stage, cands in stages:
             spent = time.perf_counter() - start
             left = budget_s - spent
-            est = _estimate(cands, per_variant_s, last_compile_s, spec.kind)
+            prior = 4 * min_run_s + (2.0 if profile else 0.3)  # per variant, before a measure
+            est = _estimate(cands, per_variant_s or prior, last_compile_s, spec.kind)
             if est > left:
                 for c in cands:
                     result.not_tried.append(
@@ -217,10 +218,9 @@ def _compile_candidate(
 
 
 def _estimate(
-    cands: list[Candidate], per_variant_s: float | None, compile_s: float | None, kind: str
+    cands: list[Candidate], per_variant_s: float, compile_s: float | None, kind: str
 ) -> float:
-    measure = per_variant_s if per_variant_s is not None else 3.0
-    total = measure * (len(cands) + 1)
+    total = per_variant_s * (len(cands) + 1)
     for c in cands:
         if c.compile_of is None:
             continue
