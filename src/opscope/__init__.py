@@ -16,14 +16,23 @@ from typing import TYPE_CHECKING, Any
 
 from opscope._version import __version__
 
-__all__ = ["__version__", "analyze", "compare", "load", "profile", "step", "watch_compile"]
+__all__ = [
+    "__version__",
+    "analyze",
+    "compare",
+    "load",
+    "optimize",
+    "profile",
+    "step",
+    "watch_compile",
+]
 
 if TYPE_CHECKING:
     from opscope.analysis.api import analyze
     from opscope.capture.active import step
     from opscope.capture.compile_metrics import watch_compile
     from opscope.capture.session import profile
-    from opscope.experiment import compare
+    from opscope.experiment import compare, optimize
     from opscope.trace import load
 
 _LAZY = {
@@ -31,6 +40,7 @@ _LAZY = {
     "load": ("opscope.trace", "load"),
     "analyze": ("opscope.analysis.api", "analyze"),
     "compare": ("opscope.experiment", "compare"),
+    "optimize": ("opscope.experiment", "optimize"),
     "step": ("opscope.capture.active", "step"),
     "watch_compile": ("opscope.capture.compile_metrics", "watch_compile"),
 }

@@ -107,3 +107,88 @@ def _check_arguments(variants: Any, inputs: Any) -> None:
             "opscope.compare: inputs must be a tuple of arguments, e.g. (x, w), or a callable "
             f"returning one; got {type(inputs).__name__}{hint}"
         )
+
+
+class Optimization:
+    """The result of :func:`optimize`: ``print()`` it, ``to_dict()`` it (``opscope.optimize/1``),
+    ``to_markdown()`` it; ``.data`` is the :class:`~opscope.optimize.result.OptimizeResult`."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    @property
+    def best(self) -> str | None:
+        return self.data.best  # type: ignore[no-any-return]
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        c = self.data.candidate(name)
+        if c is None:
+            raise KeyError(name)
+        return c.to_dict()  # type: ignore[no-any-return]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data.to_dict()  # type: ignore[no-any-return]
+
+    def to_markdown(self) -> str:
+        from opscope.render.optimize import render_markdown
+
+        return render_markdown(self.to_dict())
+
+    def __str__(self) -> str:
+        from opscope.render.optimize import render_text
+
+        return render_text(self.to_dict())
+
+    def __repr__(self) -> str:
+        return repr(self.data)
+
+
+def optimize(
+    target: Any,
+    example_inputs: Any,
+    device: str | None = None,
+    *,
+    budget_s: float | None = None,
+    patterns: Any = None,
+    min_run_s: float = 0.2,
+    profile: bool = True,
+    out: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Optimization:
+    """Find the fix for ``target`` (a function or an ``nn.Module``) on ``example_inputs`` (a
+    tuple, or a callable returning one), apply it and prove it: fused built-ins for the
+    unfused patterns in its graph, ``torch.compile`` in its modes, each compared with the
+    original (numerics, speedup with its 95 % interval, verdict, device ops per call).
+
+    Example::
+
+        result = opscope.optimize(naive_rmsnorm, (x, w))
+        print(result)          # each candidate, its verdict, the best, the patch
+        result.to_dict()       # opscope.optimize/1
+    """
+    from opscope.optimize.loop import DEFAULT_BUDGET_S
+    from opscope.optimize.loop import optimize as run
+
+    if not callable(target):
+        raise TypeError(
+            f"opscope.optimize: target must be a function or an nn.Module, got "
+            f"{type(target).__name__}"
+        )
+    if not isinstance(example_inputs, tuple) and not callable(example_inputs):
+        raise TypeError(
+            "opscope.optimize: example_inputs must be a tuple of arguments, e.g. (x, w), or a "
+            f"callable returning one; got {type(example_inputs).__name__}"
+        )
+    return Optimization(
+        run(
+            target,
+            example_inputs,
+            device,
+            budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s,
+            patterns=patterns,
+            min_run_s=min_run_s,
+            profile=profile,
+            out=out,
+            progress=progress or (lambda _m: None),
+        )
+    )

@@ -1,6 +1,6 @@
-"""Layering: the core (capture, trace, analysis, bench, study) never imports the front-ends
-(cli, renderers, explorer, mcp); the renderers never import a front-end; no module imports
-itself back through others (the import graph has no cycle); the trace engine, analysis and
+"""Layering: the core (capture, trace, analysis, bench, study, optimize) never imports the
+front-ends (cli, renderers, explorer, mcp); the renderers never import a front-end; no module
+imports itself back through others (the import graph has no cycle); the trace engine, analysis and
 renderers never import torch at module level (an analyst may read traces without torch)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "src" / "opscope"
-CORE = ("capture", "trace", "analysis", "bench", "study", "service")
+CORE = ("capture", "trace", "analysis", "bench", "study", "optimize", "service")
 FRONT_ENDS = (
     "opscope.cli",
     "opscope.render",

@@ -19,7 +19,7 @@ from types import ModuleType
 from opscope import __version__
 
 # Order is the order shown in --help.
-COMMANDS = ("demo", "profile", "report", "explore", "diff", "sql", "schema", "mcp")
+COMMANDS = ("demo", "optimize", "profile", "report", "explore", "diff", "sql", "schema", "mcp")
 
 # Former names still accepted for one release (listed last in --help): old name -> command.
 ALIASES = {"compare": "diff"}

@@ -8,8 +8,8 @@ that may be null are ``X | None``), one module per document or section:
   :mod:`.roofline`, :mod:`.critical_path`, :mod:`.distributed`, :mod:`.neuron`);
 * ``opscope.rank_report/1`` - :class:`RankReport`; ``opscope.diff/1`` - :class:`Diff`;
   ``opscope.roofline/1`` - :class:`Roofline`; ``opscope.compare/1`` - :class:`Compare`;
-  ``opscope.demo/1`` - :class:`Demo`; ``opscope.run/1`` - :class:`Run`; ``opscope.peaks/1``
-  - :class:`Peaks`;
+  ``opscope.demo/1`` - :class:`Demo`; ``opscope.optimize/1`` - :class:`Optimize`;
+  ``opscope.run/1`` - :class:`Run`; ``opscope.peaks/1`` - :class:`Peaks`;
 * the answer of ``opscope.analysis.chain.dependency_chain`` - :class:`Chain`.
 
 :func:`json_schema` gives a document's JSON Schema by name (:data:`DOCUMENTS`),
@@ -29,6 +29,7 @@ from opscope.documents.distributed import CollectiveRecord, Distributed, Instanc
 from opscope.documents.findings import Evidence, Finding, FindingDetails
 from opscope.documents.head import Engine, RankSource, Source, Unreadable, Window
 from opscope.documents.neuron import NeuronEngines
+from opscope.documents.optimize import Optimize, OptimizeCandidate
 from opscope.documents.peaks import DevicePeaks, Peaks
 from opscope.documents.rank_report import RankReport
 from opscope.documents.report import RankLine, Report
@@ -70,6 +71,8 @@ __all__ = [
     "NeuronEngines",
     "OpRow",
     "OpShapeRow",
+    "Optimize",
+    "OptimizeCandidate",
     "PathStep",
     "Peaks",
     "RankLine",

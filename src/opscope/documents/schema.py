@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 from opscope.documents.compare import Compare
 from opscope.documents.demo import Demo
 from opscope.documents.diff import Diff
+from opscope.documents.optimize import Optimize
 from opscope.documents.peaks import Peaks
 from opscope.documents.rank_report import RankReport
 from opscope.documents.report import Report
@@ -42,6 +43,7 @@ MODULES = (
     "opscope.documents.neuron",
     "opscope.documents.compare",
     "opscope.documents.demo",
+    "opscope.documents.optimize",
     "opscope.documents.report",
     "opscope.documents.rank_report",
     "opscope.documents.diff",
@@ -56,6 +58,7 @@ DOCUMENTS: dict[str, type] = {
     "roofline": Roofline,
     "compare": Compare,
     "demo": Demo,
+    "optimize": Optimize,
     "run": Run,
     "peaks": Peaks,
 }
@@ -68,6 +71,7 @@ SUMMARIES: dict[str, str] = {
     "roofline": "FLOPs, bytes and bound per op (the report's roofline section)",
     "compare": "variants of a function compared (opscope.compare(...).to_dict())",
     "demo": "the RMSNorm study (opscope demo --format json)",
+    "optimize": "the fixes tried on a block and how each did (opscope optimize --format json)",
     "run": "what a profiling run did (run.json of a run folder)",
     "peaks": "device peaks for rooflines (the shipped table; a --peaks file's layout)",
 }
