@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,85 @@ def test_cli_rejects_a_bad_target(tmp_path: Path) -> None:
     )
     assert out.returncode == 1
     assert "no such file" in out.stderr
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "opscope", "optimize", *args, "--min-time", "0.05"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+        env=ENV,
+    )
+
+
+MODULE = """\
+import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x)
+
+
+def example_inputs():
+    torch.manual_seed(0)
+    return (torch.randn(8, 32),)
+"""
+
+
+def test_cli_write_changes_the_file_only_through_a_verified_faster_rewrite(
+    tmp_path: Path,
+) -> None:
+    """--example feeds the inputs; with --write the file changes exactly when the document's
+    best candidate is a rewrite (verified and faster), keeping model.py.orig; either way the
+    file still imports and computes the same."""
+    model = tmp_path / "model.py"
+    model.write_text(MODULE, encoding="utf-8")
+    out = _cli(
+        tmp_path,
+        f"{model}:Gate",
+        "--example",
+        f"{model}:example_inputs",
+        "--format",
+        "json",
+        "--budget",
+        "8",  # the rewrites, not the compile modes
+        "--write",
+        "--device",
+        "cpu",
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    check_document(doc, "optimize")
+    (silu,) = [c for c in doc["candidates"] if c["name"] == "rewrite:silu"]
+    assert silu["numerics_ok"] is True
+    backup = tmp_path / "model.py.orig"
+    text = model.read_text(encoding="utf-8")
+    if doc["best"] in ("rewrite:silu", "rewrite:all"):
+        assert silu["verdict"] == "faster" or doc["best"] == "rewrite:all"
+        assert backup.read_text(encoding="utf-8") == MODULE
+        assert "torch.nn.functional.silu(x)" in text and "sigmoid" not in text
+    else:
+        assert text == MODULE and not backup.exists()
+    ns: dict[str, object] = {}
+    exec(compile(text, str(model), "exec"), ns)  # the file still runs
+    gate = ns["Gate"]()  # type: ignore[operator]
+    x = torch.randn(4, 32)
+    torch.testing.assert_close(gate(x), x * torch.sigmoid(x))
+
+
+def test_cli_markdown_and_text_name_each_candidate(tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text(MODULE, encoding="utf-8")
+    md = _cli(tmp_path, f"{model}:Gate", "--inputs", "8x32", "--budget", "8", "--format", "md")
+    assert md.returncode == 0, md.stderr
+    assert re.search(r"^\|.*rewrite:silu.*\|", md.stdout, re.M), md.stdout
+    text = _cli(tmp_path, f"{model}:Gate", "--inputs", "8x32", "--budget", "8")
+    assert text.returncode == 0, text.stderr
+    assert "patterns found: silu" in text.stdout
+    assert re.search(r"rewrite:silu\s+rewrite\s+ok", text.stdout), text.stdout
+    assert "not tried" in text.stdout.lower()  # the budget left the compile modes out
