@@ -580,3 +580,72 @@ def test_a_blank_bomb_runs_in_flat_memory(tmp_path: Path) -> None:
     n, peak_kib = int(out[0]), int(out[1])
     assert n == 2
     assert peak_kib < 400 * 1024, f"peak RSS {peak_kib // 1024} MiB"
+
+
+@pytest.mark.parametrize("command", ["report", "sql", "diff", "explore"])
+def test_every_command_that_reads_traces_takes_max_inflate(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    from opscope.cli.main import main
+    from opscope.trace import readers
+
+    monkeypatch.setattr(readers, "INFLATE_FLOOR_BYTES", 1 << 20)
+    monkeypatch.setenv("OPSCOPE_MAX_INFLATE", "200")  # restored after the test
+    body = (
+        b'{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1,"pid":1,"tid":1},'
+        + b" " * (16 << 20)
+        + b'{"ph":"X","name":"b","ts":3,"dur":1,"pid":1,"tid":1}]}'
+    )
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(body, 9))
+    args = {
+        "report": ["report", str(bomb), "--no-cache", "--format", "json"],
+        "sql": ["sql", str(bomb), "SELECT count(*) AS n FROM events", "--no-cache"],
+        "diff": ["diff", str(bomb), str(bomb), "--format", "json"],
+        "explore": ["explore", str(bomb), "--no-open"],
+    }[command]
+    assert main([*args, "--max-inflate", "50"]) == 1
+    assert "inflates over 50x" in capsys.readouterr().err
+    if command != "explore":  # explore would go on serving
+        assert main([*args, "--max-inflate", "0"]) == 0
+
+
+def test_a_folder_of_ten_thousand_files_gets_one_bounded_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """10,000 rank files: one process pool of at most the CPU count, never a process a file."""
+    from opscope.trace.formats import kineto_json
+
+    pools: list[int] = []
+
+    class Pool:
+        def __init__(self, max_workers: int, mp_context: Any) -> None:
+            pools.append(max_workers)
+
+        def __enter__(self) -> Pool:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            return None
+
+        def submit(self, fn: Any, *args: Any) -> Any:
+            import concurrent.futures
+
+            fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            fut.set_result(TraceError(f"{args[0]}: not read in this test"))
+            return fut
+
+    monkeypatch.setattr(kineto_json, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(kineto_json, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(kineto_json.os, "cpu_count", lambda: 8)
+    files = []
+    for i in range(10_000):
+        f = tmp_path / f"rank{i}.json"
+        f.write_bytes(b"{}")
+        files.append(f)
+    got = kineto_json._load_files(files, cache=False, max_bytes=None, workers=None)
+    assert len(got) == 10_000
+    assert pools == [8]  # one pool, as wide as the CPUs

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from opscope.cli.output import positive_int
+from opscope.cli.output import add_max_inflate, apply_max_inflate, positive_int
 
 HELP = "diff two traces or run folders: per op, per kernel, timeline and findings"
 DESCRIPTION = """\
@@ -28,6 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("b", help="the changed run")
     p.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    add_max_inflate(p)
     p.add_argument(
         "--top", type=positive_int, default=20, help="rows per table (default: %(default)s)"
     )
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from opscope.cli.prepare import prepare
     from opscope.service import Workspace
 
+    apply_max_inflate(args.max_inflate)
     prepare(args.a, args.b, command="diff")
     ws = Workspace()
     ws.open(Path(args.a), handle="a")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from opscope.cli.output import add_max_inflate, apply_max_inflate
+
 HELP = "browse a trace in a local web app: timeline, dependency chains, findings"
 DESCRIPTION = """\
 Serve the explorer for a trace (file, run folder or folder of per-rank traces) on this machine
@@ -27,6 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=0, help="port (default: 0, a free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
     p.add_argument("--no-open", action="store_true", help="do not open a browser")
+    add_max_inflate(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
             "machine can read the trace",
             file=sys.stderr,
         )
+    apply_max_inflate(args.max_inflate)
     prepare(args.path, args.path_b, command="explore")
     session = Session.open(args.path, args.path_b)
     try:
