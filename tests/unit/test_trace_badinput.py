@@ -649,3 +649,28 @@ def test_a_folder_of_ten_thousand_files_gets_one_bounded_pool(
     got = kineto_json._load_files(files, cache=False, max_bytes=None, workers=None)
     assert len(got) == 10_000
     assert pools == [8]  # one pool, as wide as the CPUs
+
+
+def test_args_nested_100k_levels_and_a_50_mb_name_load(tmp_path: Path) -> None:
+    """The two hostile shapes that already load, kept: args nested 100,000 levels deep (no
+    recursion limit reached: the args stay text until asked for) and a 50 MB op name."""
+    from opscope.trace import native
+
+    if not native.enabled():
+        pytest.skip("needs the C scanner: the Python decoders stop near 1,000 levels")
+    deep = '{"d": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    big = "n" * (50 << 20)
+    text = (
+        '{"traceEvents": ['
+        '{"ph": "X", "cat": "cpu_op", "name": "deep", "pid": 1, "tid": 1, "ts": 1, "dur": 1, '
+        '"args": ' + deep + "},"
+        '{"ph": "X", "cat": "cpu_op", "name": "' + big + '", "pid": 1, "tid": 1, "ts": 3, '
+        '"dur": 1}]}'
+    )
+    path = tmp_path / "hostile.json"
+    path.write_text(text)
+    t = load(path, cache=False)
+    names = t.column("name")
+    assert names[0] == "deep" and len(names[1]) == 50 << 20
+    args = t.column("args")[0]
+    assert args is not None and args.count("[") == 100_000

@@ -22,7 +22,7 @@
  *                   outside strings removed; the first spelling present of the correlation
  *                   and External id keys, as an int64 (as_int), null where absent or not one
  * Duplicate keys: the last one wins (as a dict).  Strings must be valid UTF-8 with no lone
- * surrogate escape; nesting deeper than MAX_DEPTH, or more than 2 GiB of one column: None.
+ * surrogate escape; more than 2 GiB of one column: None.
  *
  * The scan holds no Python object and runs with the GIL released.
  */
@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH 256
 #define US_LIMIT 9000000000000000LL /* |us| * 1000 stays inside int64 */
 #define LONG_FLOAT_US 8796093022208.0 /* 2**43 */
 
@@ -405,38 +404,76 @@ static int next_member(Sc *s, unsigned close) {
     return -1;
 }
 
-/* Any value, validated and skipped. */
+/* Any value, validated and skipped, without recursion: an explicit stack of the open
+ * containers' closers (on the heap past 256 levels), so args nested 100,000 levels deep are
+ * read like any others.  The depth argument is kept for the callers; it bounds nothing. */
 static int scan_value(Sc *s, int depth) {
-    ws(s);
-    if (s->p >= s->end)
-        return -1;
-    unsigned c = *s->p;
-    if (c == '"')
-        return scan_string(s, NULL, NULL);
-    if (c == '{' || c == '[') {
-        if (depth >= MAX_DEPTH)
-            return -1;
-        unsigned close = c == '{' ? '}' : ']';
-        if (opens_empty(s, close))
-            return 0;
+    (void)depth;
+    unsigned char small[256];
+    unsigned char *stack = small;
+    size_t cap = sizeof small, n = 0;
+    int rc = -1;
+    for (;;) {
+        ws(s);
+        if (s->p >= s->end)
+            goto done;
+        unsigned c = *s->p;
+        if (c == '{' || c == '[') {
+            unsigned close = c == '{' ? '}' : ']';
+            if (!opens_empty(s, close)) {
+                if (n == cap) {
+                    size_t grown = cap * 2;
+                    unsigned char *bigger = stack == small ? malloc(grown) : realloc(stack, grown);
+                    if (bigger == NULL)
+                        goto done;
+                    if (stack == small)
+                        memcpy(bigger, small, n);
+                    stack = bigger;
+                    cap = grown;
+                }
+                stack[n++] = (unsigned char)close;
+                const unsigned char *k;
+                size_t klen;
+                if (close == '}' && member_key(s, &k, &klen, NULL))
+                    goto done;
+                continue; /* the container's first value */
+            }
+        } else if (c == '"') {
+            if (scan_string(s, NULL, NULL))
+                goto done;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            Num num;
+            if (scan_number(s, &num))
+                goto done;
+        } else {
+            const char *word = c == 't' ? "true" : c == 'f' ? "false" : c == 'n' ? "null" : NULL;
+            if (word == NULL || literal(s, word, strlen(word)))
+                goto done;
+        }
+        /* a complete value: close the containers it completes */
         for (;;) {
-            const unsigned char *k;
-            size_t klen;
-            if (c == '{' && member_key(s, &k, &klen, NULL))
-                return -1;
-            if (scan_value(s, depth + 1))
-                return -1;
+            if (n == 0) {
+                rc = 0;
+                goto done;
+            }
+            unsigned close = stack[n - 1];
             int more = next_member(s, close);
-            if (more <= 0)
-                return more;
+            if (more < 0)
+                goto done;
+            if (more == 1) {
+                const unsigned char *k;
+                size_t klen;
+                if (close == '}' && member_key(s, &k, &klen, NULL))
+                    goto done;
+                break; /* the next value of this container */
+            }
+            n--; /* closed: a complete value of its parent */
         }
     }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-        Num n;
-        return scan_number(s, &n);
-    }
-    const char *word = c == 't' ? "true" : c == 'f' ? "false" : c == 'n' ? "null" : NULL;
-    return word ? literal(s, word, strlen(word)) : -1;
+done:
+    if (stack != small)
+        free(stack);
+    return rc;
 }
 
 /* A number's value as the double the Python decoders make of it; -1 when its text is too
