@@ -202,6 +202,11 @@ def optimize(
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     result.candidates = [c for _, cands in stages for c in cands if c.tried]
+    if sum(1 for c in result.candidates if c.compile_s) > 1:
+        result.notes.append(
+            "compile_s after the first compile candidate reuses what torch.compile cached "
+            "from it (Inductor's graph and kernel caches): read it as a warm compile time"
+        )
     result.choose_best()
     result.elapsed_s = time.perf_counter() - start
     return result
