@@ -77,6 +77,7 @@ def test_study_rmsnorm_finds_the_builtin_and_compile(compile_env) -> None:
     assert doc["baseline"]["device_ops_per_call"]
     assert r["compile:default"]["device_ops_per_call"] is not None
     assert doc["best"] in (None, *names)
+    assert any("warm compile time" in n for n in doc["notes"])  # two compiles ran
 
 
 @pytest.mark.slow
