@@ -377,3 +377,23 @@ def test_job_tools_on_a_three_rank_job(tmp_path: Path) -> None:
         assert not r.is_error and r.structured_content["rows"], r.content[0].text
 
     session(body)
+
+
+def test_open_trace_reports_progress_to_a_client_that_asks(hostile: Path) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            r = await client.call_tool(
+                "open_trace", {"path": str(hostile)}, progress_callback=on_progress
+            )
+            assert not r.is_error, r.content[0].text
+            r = await client.call_tool("summary", {})  # no callback: no progress, no error
+            assert not r.is_error
+
+    run_apart(main)
+    assert [s[0] for s in seen] == [0, 1, 2] and all(s[1] == 2 for s in seen)
+    assert seen[0][2] == "loading hostile.json" and "events" in str(seen[1][2])

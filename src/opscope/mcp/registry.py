@@ -36,13 +36,19 @@ class Answer:
     data: dict[str, Any]
 
 
+def _no_progress(done: float, total: float, message: str) -> None:
+    return None
+
+
 @dataclass
 class Session:
-    """What a tool call may use: the open traces, and the folders ``open_trace`` may read
-    (``None``: any path the process can read)."""
+    """What a tool call may use: the open traces, the folders ``open_trace`` may read
+    (``None``: any path the process can read), and ``progress(done, total, message)``, which
+    reports on long work to a client that asked for progress (a no-op otherwise)."""
 
     workspace: Workspace
     roots: tuple[Path, ...] | None = None
+    progress: Callable[[float, float, str], None] = _no_progress
 
 
 Handler = Callable[[Session, dict[str, Any]], Answer]

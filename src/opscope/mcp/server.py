@@ -11,8 +11,10 @@ server goes on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -111,15 +113,23 @@ def build_server(*, roots: tuple[Path, ...] | None = None, session: Session | No
     tools = [_tool(s) for s in reg.specs.values()]
     lock = threading.Lock()
 
-    def run(name: str, arguments: Any) -> tuple[Answer, bool]:
+    def run(name: str, arguments: Any, progress: Any) -> tuple[Answer, bool]:
         with lock:
-            return answer(reg, sess, name, arguments)
+            return answer(reg, replace(sess, progress=progress), name, arguments)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result, is_error = await anyio.to_thread.run_sync(run, params.name, params.arguments)
+        def progress(done: float, total: float, message: str) -> None:
+            # from the worker thread, onto the event loop; a client that asked for no
+            # progress gets none (the SDK makes the call a no-op)
+            with contextlib.suppress(Exception):
+                anyio.from_thread.run(ctx.session.report_progress, done, total, message)
+
+        result, is_error = await anyio.to_thread.run_sync(
+            run, params.name, params.arguments, progress
+        )
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.text)]
         if is_error:
             return types.CallToolResult(content=content, is_error=True)

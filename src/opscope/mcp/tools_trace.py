@@ -44,8 +44,11 @@ def _open(session: Session, a: dict[str, Any]) -> Answer:
     if not path.exists():
         raise ToolError(f"{a['path']}: no such file or folder")
     ws = session.workspace
+    session.progress(0, 2, f"loading {path.name}")
     opened = ws.open(path, steps=_steps(a["steps"]), rank=a["rank"])
+    session.progress(1, 2, f"analysing {len(opened.trace)} events")
     data = ws.brief(opened.handle)
+    session.progress(2, 2, "done")
     return Answer(_summary_text(data, opened=True), {"trace": opened.handle, **data})
 
 
