@@ -67,6 +67,7 @@ def _side(session: Session, value: str) -> str:
     path = allowed(Path(value), session.roots)
     if not path.exists():
         raise ToolError(f"{value}: neither an open trace's handle nor a file or folder")
+    session.progress(0, 1, f"loading {path.name}")
     return ws.open(path).handle
 
 
