@@ -46,6 +46,11 @@ _LAZY = {
 }
 
 
+def __dir__() -> list[str]:
+    """The public API (``dir(opscope)``), not the module's import machinery."""
+    return sorted(__all__)
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib

@@ -28,6 +28,64 @@ SCHEMA = "opscope.diff/1"
 _NUMBER = re.compile(r"[-+]?\d[\d.,]*\s*(?:[µm]?s|%|×|x)?")
 
 
+# a step over this many times the median of the others is an outlier
+OUTLIER_RATIO = 2.0
+
+
+def _step_walls(d: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per profiler step of the analysed window: its wall time (in a job: the slowest rank's)."""
+    walls: dict[int, float] = {}
+    for s in d.get("steps") or []:
+        walls[s["step"]] = max(walls.get(s["step"], 0.0), float(s["wall_us"]))
+    return [{"step": k, "wall_us": walls[k]} for k in sorted(walls)]
+
+
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def _outliers(steps: list[dict[str, Any]]) -> list[int]:
+    """The steps over :data:`OUTLIER_RATIO` times the median of the other steps."""
+    out = []
+    for i, s in enumerate(steps):
+        others = [t["wall_us"] for j, t in enumerate(steps) if j != i]
+        if others and s["wall_us"] > OUTLIER_RATIO * _median(others):
+            out.append(int(s["step"]))
+    return out
+
+
+def _step_comparison(sa: dict[str, Any], sb: dict[str, Any]) -> dict[str, Any]:
+    """The median step time of each side and its delta, and the warnings that say when a
+    side's steps cannot carry a comparison (one step, or an outlier step)."""
+    warnings: list[str] = []
+    medians: dict[str, float | None] = {}
+    for label, side in (("A", sa), ("B", sb)):
+        steps = side["steps"]
+        walls = [s["wall_us"] for s in steps]
+        medians[label] = _median(walls) if walls else None
+        if len(steps) == 1:
+            warnings.append(
+                f"{label} has one profiler step (step {steps[0]['step']}): one step's time "
+                "includes one-off costs (warm-up, compilation, a stall); profile several steps "
+                "for a comparison that holds"
+            )
+        for step in _outliers(steps):
+            wall = next(s["wall_us"] for s in steps if s["step"] == step)
+            others = _median([s["wall_us"] for s in steps if s["step"] != step])
+            warnings.append(
+                f"{label}'s step {step} is an outlier: {wall / others:.1f}x the median of its "
+                "other steps; the totals include it, the median step time resists it"
+            )
+    ma, mb = medians["A"], medians["B"]
+    return {
+        "median_step_us": {"a": ma, "b": mb},
+        "delta_median_step_us": None if ma is None or mb is None else mb - ma,
+        "warnings": warnings,
+    }
+
+
 def _side_summary(r: Report) -> dict[str, Any]:
     d = r.to_dict()
     return {
@@ -35,6 +93,7 @@ def _side_summary(r: Report) -> dict[str, Any]:
         "device": d["device"],
         "events": d["source"]["events"],
         "summary": d["summary"],
+        "steps": _step_walls(d),
         "device_total_us": sum(o.device_self_us for o in r.ops.rows),
         "cpu_total_us": sum(o.cpu_self_us for o in r.ops.rows),
     }
@@ -201,6 +260,7 @@ def diff_reports(a: Report, b: Report) -> dict[str, Any]:
             "delta_cpu_us": sb["cpu_total_us"] - sa["cpu_total_us"],
         },
         "timeline_delta": timeline_delta,
+        "steps": _step_comparison(sa, sb),
         "ops": ops,
         "only_in_a": sorted(x for x, y in op_pairs if y is None and x is not None),
         "only_in_b": sorted(y for x, y in op_pairs if x is None and y is not None),

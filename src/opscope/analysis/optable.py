@@ -19,6 +19,7 @@ A table therefore never shows silently empty device columns.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +169,15 @@ class OpTable:
     device_is_host: bool
     device_time_us: float  # all device time in the window (the share's denominator)
     by_shape: list[OpRow] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[OpRow]:
+        return iter(self.rows)
+
+    def __getitem__(self, index: int) -> OpRow:
+        return self.rows[index]
 
     def sorted(self, key: str = "device_self_us", descending: bool = True) -> list[OpRow]:
         if key not in SORT_KEYS:

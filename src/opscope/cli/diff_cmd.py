@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from opscope.cli.output import add_max_inflate, apply_max_inflate, positive_int
+from opscope.cli.output import add_max_inflate, apply_max_inflate, positive_int, text_width
 
 HELP = "diff two traces or run folders: per op, per kernel, timeline and findings"
 DESCRIPTION = """\
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.format == "html":
             text = r.render_html(data, top=args.top)
         else:
-            text = r.render_text(data, top=args.top)
+            text = r.render_text(data, top=args.top, width=text_width())
     from opscope.cli.output import write_output
 
     write_output(text, args.output)

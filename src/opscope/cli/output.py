@@ -20,6 +20,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def text_width() -> int:
+    """The width text output may take: the terminal's, or 100 columns when piped."""
+    from rich.console import Console
+
+    console = Console()
+    return console.width if console.is_terminal else 100
+
+
 def add_max_inflate(p: Any) -> None:
     """The ``--max-inflate`` option of the commands that read traces."""
     p.add_argument(

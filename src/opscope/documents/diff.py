@@ -9,6 +9,27 @@ from opscope.documents.findings import Finding
 from opscope.documents.tables import Summary
 
 
+class DiffStep(TypedDict):
+    step: int
+    wall_us: float
+    """The step's span (in a job: the slowest rank's)."""
+
+
+class MedianSteps(TypedDict):
+    a: float | None
+    b: float | None
+
+
+class StepComparison(TypedDict):
+    """Per step: the median step time of each side (null without steps), and why the
+    comparison may not hold (a side with one step, or an outlier step over twice the median of
+    its other steps)."""
+
+    median_step_us: MedianSteps
+    delta_median_step_us: float | None
+    warnings: list[str]
+
+
 class DiffSide(TypedDict):
     """One of the two traces."""
 
@@ -16,6 +37,8 @@ class DiffSide(TypedDict):
     device: Device
     events: int
     summary: Summary
+    steps: list[DiffStep]
+    """The profiler steps of the analysed window, by step number."""
     device_total_us: float
     """Sum of the op table's device self time."""
     cpu_total_us: float
@@ -110,6 +133,7 @@ class Diff(TypedDict):
     timeline_delta: dict[str, float]
     """B - A of each numeric ``summary`` figure known on both sides (not ``start_ns``,
     ``end_ns``)."""
+    steps: StepComparison
     ops: list[OpDelta]
     """By the size of the device time delta."""
     only_in_a: list[str]
@@ -121,13 +145,16 @@ class Diff(TypedDict):
 __all__ = [
     "Diff",
     "DiffSide",
+    "DiffStep",
     "DiffTotals",
     "FindingBrief",
     "FindingChanges",
     "KernelDelta",
     "KernelSide",
     "MatchedFinding",
+    "MedianSteps",
     "Names",
     "OpDelta",
     "OpSide",
+    "StepComparison",
 ]

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscope.render.fmt import truncate, us
+from opscope.render.fmt import print_wrapped, shorten_kernel, truncate, us
 
 
 def _signed(v: float) -> str:
@@ -21,7 +21,33 @@ def _cell(side: dict[str, Any] | None, key: str) -> str:
     return "—" if side is None else us(side[key])
 
 
-def render_text(data: dict[str, Any], top: int = 20, width: int = 110) -> str:
+def _step_line(label: str, side: dict[str, Any]) -> str:
+    steps = side.get("steps") or []
+    wall = us(side["summary"].get("wall_us"))
+    if not steps:
+        return f"{label}: wall {wall}, no profiler steps"
+    walls = [s["wall_us"] for s in steps]
+    shown = ", ".join(us(w) for w in walls[:8]) + (", …" if len(walls) > 8 else "")
+    return f"{label}: wall {wall}, {len(steps)} step{'s' if len(steps) > 1 else ''} ({shown})"
+
+
+def _names_line(label: str, names: list[str], width: int) -> str:
+    head = f"only in {label} ({len(names)}): "
+    out = head
+    for i, n in enumerate(names):
+        piece = (", " if i else "") + n
+        rest = len(names) - i
+        if len(out) + len(piece) > width - 12 and i:
+            return out + f", … {rest} more"
+        out += piece
+    return out
+
+
+def render_text(data: dict[str, Any], top: int = 20, width: int = 100) -> str:
+    """The diff as text no wider than ``width``: the two sides, wall and step times (and
+    warnings when a side's steps cannot carry a comparison), the ops by device time delta, the
+    ops and kernels on one side only, the kernels by delta, the timeline's deltas and the
+    findings resolved and new."""
     console = Console(record=True, width=width, file=io.StringIO())
     a, b = data["a"], data["b"]
     for label, side in (("A", a), ("B", b)):
@@ -35,8 +61,21 @@ def render_text(data: dict[str, Any], top: int = 20, width: int = 110) -> str:
     console.print(
         f"device time {us(a['device_total_us'])} → {us(b['device_total_us'])} "
         f"({_signed(t['delta_device_us'])}); CPU self {us(a['cpu_total_us'])} → "
-        f"{us(b['cpu_total_us'])} ({_signed(t['delta_cpu_us'])})"
+        f"{us(b['cpu_total_us'])} ({_signed(t['delta_cpu_us'])})",
+        markup=False,
     )
+    for label, side in (("A", a), ("B", b)):
+        console.print(_step_line(label, side), markup=False)
+    steps = data.get("steps") or {}
+    med = steps.get("median_step_us") or {}
+    if med.get("a") is not None and med.get("b") is not None:
+        console.print(
+            f"median step {us(med['a'])} → {us(med['b'])} "
+            f"({_signed(steps['delta_median_step_us'])})",
+            markup=False,
+        )
+    for w in steps.get("warnings") or []:
+        print_wrapped(console, Text(f"warning: {w}", style="yellow"))
     tab = Table(title=f"Ops by |Δ device time| (top {top})", title_justify="left")
     for h, j in (
         ("op", "left"),
@@ -47,7 +86,7 @@ def render_text(data: dict[str, Any], top: int = 20, width: int = 110) -> str:
         ("Δ CPU self", "right"),
     ):
         tab.add_column(h, justify=j, no_wrap=True)  # type: ignore[arg-type]
-    name_w = max(16, width - 72)
+    name_w = max(16, width - 75)
     for r in data["ops"][:top]:
         ca = r["a"]["calls"] if r["a"] else 0
         cb = r["b"]["calls"] if r["b"] else 0
@@ -60,20 +99,68 @@ def render_text(data: dict[str, Any], top: int = 20, width: int = 110) -> str:
             _signed(r["delta_cpu_us"]),
         )
     console.print(tab)
+    for label, key in (("A", "only_in_a"), ("B", "only_in_b")):
+        if data.get(key):
+            console.print(_names_line(f"{label} (ops)", data[key], width), markup=False)
+    kernels = data.get("kernels") or []
+    if kernels:
+        ktab = Table(title=f"Kernels by |Δ device time| (top {top})", title_justify="left")
+        for h, j in (
+            ("kernel", "left"),
+            ("calls A→B", "right"),
+            ("device A", "right"),
+            ("device B", "right"),
+            ("Δ device", "right"),
+        ):
+            ktab.add_column(h, justify=j, no_wrap=True)  # type: ignore[arg-type]
+        kname_w = max(16, width - 62)
+        for r in kernels[:top]:
+            ka, kb = r["a"], r["b"]
+            ktab.add_row(
+                Text(shorten_kernel(r["name"], kname_w)),
+                f"{ka['calls'] if ka else 0}→{kb['calls'] if kb else 0}",
+                _cell(ka, "device_us"),
+                _cell(kb, "device_us"),
+                _signed(r["delta_device_us"]),
+            )
+        console.print(ktab)
+        for label, side_key in (("A", "b"), ("B", "a")):
+            only = [str(r["name"]) for r in kernels if r[side_key] is None]
+            if only:
+                console.print(
+                    _names_line(f"{label} (kernels)", [shorten_kernel(n, 60) for n in only], width),
+                    markup=False,
+                )
+    td = data.get("timeline_delta") or {}
+    parts = [
+        f"{label} {_signed(td[k])}"
+        for k, label in (
+            ("wall_us", "wall"),
+            ("device_busy_us", "device busy"),
+            ("device_idle_us", "idle"),
+            ("compute_us", "compute"),
+            ("comm_us", "comm"),
+            ("exposed_comm_us", "exposed comm"),
+            ("memcpy_us", "memcpy"),
+        )
+        if td.get(k) is not None
+    ]
+    if parts:
+        print_wrapped(console, "timeline Δ (B - A): " + " · ".join(parts))
     f = data["findings"]
     # findings in both whose runtime calls the two traces spell differently (cuda*/hip*)
     renamed = [m for m in f.get("matched", []) if m.get("renamed")]
     if f["resolved"] or f["new"] or renamed:
         console.print(f"findings resolved: {len(f['resolved'])}, new: {len(f['new'])}")
         for x in f["resolved"][:top]:
-            console.print(f"  ✓ resolved: {x['title']}", markup=False)
+            print_wrapped(console, f"  ✓ resolved: {x['title']}")
         for x in f["new"][:top]:
-            console.print(f"  ✗ new: {x['title']}", markup=False)
+            print_wrapped(console, f"  ✗ new: {x['title']}")
         for m in renamed[:top]:
-            console.print(
+            print_wrapped(
+                console,
                 f"  = in both: {m['title']} (at stake {us(m['a']['time_at_stake_us'])} → "
                 f"{us(m['b']['time_at_stake_us'])})",
-                markup=False,
             )
     return console.export_text()
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from opscope.render import text_critical, text_distributed
-from opscope.render.fmt import pct, truncate, us
+from opscope.render.fmt import pct, print_wrapped, shorten_kernel, truncate, us
 
 EXTENSION = ".txt"
 
@@ -49,7 +49,7 @@ def kernels_table(data: dict[str, Any], top: int = 10, name_width: int = 44) -> 
     t.add_column("op", no_wrap=True, max_width=20)
     for k in data["kernels"][:top]:
         t.add_row(
-            Text(truncate(k["name"], name_width)),
+            Text(shorten_kernel(k["name"], name_width)),
             str(k["calls"]),
             us(k["device_us"]),
             us(k["mean_us"]),
@@ -186,7 +186,7 @@ def render_to(
                 entry.append(f", saves ≤ {us(f['step_savings_us'])} of the path")
             entry.append(". ")
             entry.append(str(f.get("recommendation", "")))
-            console.print(entry)
+            print_wrapped(console, entry)
 
 
 def render(

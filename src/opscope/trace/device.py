@@ -28,10 +28,15 @@ class DeviceInfo:
 
 
 def detect_device(
-    events: pa.Table, device_properties: list[dict[str, Any]], extra: Mapping[str, Any]
+    events: pa.Table,
+    device_properties: list[dict[str, Any]],
+    extra: Mapping[str, Any],
+    *,
+    truncated: bool = False,
 ) -> DeviceInfo:
     """The device of a trace: its ``events``, and from its metadata the
-    ``device_properties`` and ``extra`` (a ``device_kind`` written at capture wins)."""
+    ``device_properties`` and ``extra`` (a ``device_kind`` written at capture wins);
+    ``truncated``: the file was cut short, so its named devices count without device events."""
     cats = {c.lower() for c in distinct(events.column("cat")) if c}
     sources = set(distinct(events.column("source")))
     props = device_properties
@@ -57,4 +62,9 @@ def detect_device(
         if rocm:
             return DeviceInfo("rocm", name or "AMD GPU", max(1, len(props)))
         return DeviceInfo("cuda", name or "GPU", max(1, len(props)))
+    if truncated and name:
+        # a file cut before its device events (kineto writes them after the host's): the
+        # device properties at its head still say which device ran it
+        rocm = any(isinstance(p, dict) and "gcnArchName" in p for p in props)
+        return DeviceInfo("rocm" if rocm else "cuda", name, max(1, len(props)))
     return DeviceInfo("cpu", "CPU", 1)

@@ -149,7 +149,12 @@ class Trace:
     @property
     def device(self) -> DeviceInfo:
         if self._device is None:
-            self._device = detect_device(self.events, self.meta.device_properties, self.meta.extra)
+            self._device = detect_device(
+                self.events,
+                self.meta.device_properties,
+                self.meta.extra,
+                truncated=any("cut short" in w or "ends early" in w for w in self.meta.warnings),
+            )
         return self._device
 
     @property

@@ -143,6 +143,17 @@ class Rule:
     run: Callable[[Context], list[Finding]]
 
 
+def clip_words(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word boundary with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def share_of_wall(ctx: Context, us: float) -> float:
     """``us`` over the window's wall time, clipped to [0, 1]."""
     wall = ctx.wall_us

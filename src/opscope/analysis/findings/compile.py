@@ -57,6 +57,7 @@ from opscope.analysis.findings.base import (
     Evidence,
     Finding,
     Rule,
+    clip_words,
     make_finding,
     severity_of,
     share_of_wall,
@@ -145,7 +146,7 @@ def run(ctx: Context) -> list[Finding]:
             for k, n in (rec.get("graph_break_reasons") or {}).items():
                 why[str(k)] = why.get(str(k), 0) + int(n)
         top = sorted(why.items(), key=lambda kv: -kv[1])[:5]
-        first = top[0][0].splitlines()[0][:160] if top else "see details"
+        first = clip_words(top[0][0].splitlines()[0], 160) if top else "see details"
         frames = {str(names.values[c]).split(": ", 1)[1].split("/")[0] for c in region_codes}
         out.append(
             make_finding(
@@ -352,7 +353,11 @@ def _recompile_finding(
 ) -> Finding:
     shape_driven = [r for r in reasons if SHAPE_REASON.search(r)]
     count = max(n, len(trace_ids))
-    first = reasons[0].splitlines()[0][:160] if reasons else f"compiled regions {trace_ids[:5]}"
+    first = (
+        clip_words(reasons[0].splitlines()[0], 160)
+        if reasons
+        else f"compiled regions {trace_ids[:5]}"
+    )
     if shape_driven:
         fix = (
             "Recompiles are shape-driven: the inputs change size between calls. Pad the varying "

@@ -49,6 +49,7 @@ from opscope.analysis.findings.base import (
     Evidence,
     Finding,
     Rule,
+    clip_words,
     make_finding,
     severity_of,
     share_of_wall,
@@ -156,7 +157,7 @@ def run(ctx: Context) -> list[Finding]:
         out.append(
             _finding(
                 ctx,
-                f"Trace truncated or repaired: {cut[0][:160]}",
+                f"Trace truncated or repaired: {clip_words(cut[0], 160)}",
                 "medium",
                 "The trace file is incomplete (the writer was interrupted or the file was cut); "
                 "the tail of the timeline is missing. Re-export it, and let the program finish "
@@ -237,7 +238,7 @@ def _neuron(ctx: Context, n_device: int) -> list[Finding]:
         )
     if pairing:
         codes = sorted({str(p.get("code")) for p in pairing})
-        first = str(pairing[0].get("message", ""))[:160]
+        first = clip_words(str(pairing[0].get("message", "")), 160)
         out.append(
             _finding(
                 ctx,
@@ -253,7 +254,7 @@ def _neuron(ctx: Context, n_device: int) -> list[Finding]:
         )
     hints = [w for w in info.get("warnings") or [] if isinstance(w, dict)]
     if hints:
-        first = str(hints[0].get("message", ""))[:160]
+        first = clip_words(str(hints[0].get("message", "")), 160)
         out.append(
             _finding(
                 ctx,
@@ -272,7 +273,7 @@ def _neuron(ctx: Context, n_device: int) -> list[Finding]:
         out.append(
             _finding(
                 ctx,
-                f"Neuron profile format: {fmt[0][len(NEURON_WARNING_PREFIX) :][:160]}",
+                f"Neuron profile format: {clip_words(fmt[0][len(NEURON_WARNING_PREFIX) :], 160)}",
                 "low",
                 "The profile was written by a newer Neuron Explorer than opscope knows: columns "
                 "it does not know are left out of the analysis (they stay in the neuron_* SQL "
