@@ -2,7 +2,8 @@
 
 Every failure that comes from the user's input (a bad path, a trace that is not JSON, a device
 that is not there) raises :class:`OpscopeError` with a one-line message.  The CLI prints that
-line and exits 1; anything else is a bug and keeps its traceback (shown with ``--debug``).
+line and exits 1 (2 for a :class:`UsageError`); anything else is a bug and keeps its traceback
+(shown with ``--debug``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ from __future__ import annotations
 
 class OpscopeError(Exception):
     """A failure caused by the input or the environment, with a one-line explanation."""
+
+
+class UsageError(OpscopeError):
+    """A command line that cannot be run as given (arguments that contradict each other, an
+    empty query): the CLI exits 2, as for an argument argparse refuses."""
 
 
 class TraceError(OpscopeError):

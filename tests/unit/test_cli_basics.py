@@ -181,3 +181,28 @@ def test_everyday_mistakes_are_one_line_errors(
         )
         == 0
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("not json", "Expecting value"),
+        ('["a list"]', "expected {'devices'"),
+        ('{"devices": [1, 2]}', "expected {'devices'"),
+    ],
+)
+def test_a_junk_peaks_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, needle: str
+) -> None:
+    trace = tmp_path / "t.json"
+    trace.write_text('{"traceEvents": []}')
+    peaks = tmp_path / "peaks.json"
+    peaks.write_text(content)
+    with pytest.raises(SystemExit) as info:
+        main(["report", str(trace), "--peaks", str(peaks)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --peaks" in err and needle in err
+    with pytest.raises(SystemExit) as info:
+        main(["report", str(trace), "--peaks", str(tmp_path / "none.json")])
+    assert info.value.code == 2 and "no such file" in capsys.readouterr().err

@@ -4,7 +4,8 @@ Each command module defines ``HELP`` (one line), ``DESCRIPTION`` (the ``--help``
 example), ``add_arguments(parser)`` and ``run(args) -> int``.  Modules import their heavy
 dependencies inside ``run`` so that ``opscope --help`` stays fast and never imports torch.
 
-Exit codes: 0 success, 1 bad input (one-line reason on stderr), 2 bad usage, 130 interrupted.
+Exit codes: 0 success, 1 bad input (one-line reason on stderr), 2 bad usage (argparse, or a
+:class:`~opscope.errors.UsageError`), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"opscope {args.command}: deprecated, use 'opscope {new}' (same arguments)",
             file=sys.stderr,
         )
-    from opscope.errors import OpscopeError
+    from opscope.errors import OpscopeError, UsageError
 
     try:
         return int(mods[args.command].run(args))
@@ -98,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "debug", False):
             raise
         print(f"opscope {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         print(f"opscope {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -39,6 +39,23 @@ def add_max_inflate(p: Any) -> None:
     )
 
 
+def peaks_file(text: str) -> str:
+    """An argparse type: a ``--peaks`` file that exists and reads as a peaks table (a usage
+    error otherwise, before any trace is read)."""
+    import argparse
+
+    from opscope.analysis.peaks import load_table
+    from opscope.errors import OpscopeError
+
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    try:
+        load_table(text)
+    except OpscopeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def inflate_ratio(text: str) -> float:
     """An argparse type: a ratio of at least 0 (``--max-inflate``)."""
     import argparse

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opscope.cli.output import add_max_inflate, apply_max_inflate, positive_int
+from opscope.cli.output import add_max_inflate, apply_max_inflate, peaks_file, positive_int
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -60,7 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--top", type=positive_int, default=20, help="rows per table (default: %(default)s)"
     )
     p.add_argument("--roofline", action="store_true", help="print the roofline table (text format)")
-    p.add_argument("--peaks", metavar="FILE", help="JSON file overriding device peaks")
+    p.add_argument(
+        "--peaks", metavar="FILE", type=peaks_file, help="JSON file overriding device peaks"
+    )
     p.add_argument(
         "--rank", type=int, metavar="N", help="a job's rank N only (default: every rank)"
     )

@@ -50,7 +50,14 @@ def _timeout(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="trace file, run folder, or folder of per-rank traces")
-    parser.add_argument("query", help="the SQL query (tables: events, ops, kernels)")
+    parser.add_argument(
+        "query", nargs="?", help="the SQL query (tables: events, ops, kernels); see --schema"
+    )
+    parser.add_argument(
+        "--schema",
+        action="store_true",
+        help="print the tables and their columns (with their types) instead of running a query",
+    )
     parser.add_argument(
         "--format", choices=FORMATS, default="table", help="output format (default: table)"
     )
@@ -98,18 +105,48 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def _print_schema(tables: list[dict[str, Any]], fmt: str) -> int:
+    """The SQL tables, their row counts and columns, in the chosen format."""
+    if fmt == "json":
+        import orjson
+
+        sys.stdout.write(orjson.dumps(tables, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    if fmt == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(["table", "column", "type"])
+        for t in tables:
+            for c in t["columns"]:
+                writer.writerow([t["name"], c["name"], c["type"]])
+        return 0
+    for t in tables:
+        print(f"{t['name']} ({t['rows']} rows)")
+        for c in t["columns"]:
+            print(f"  {c['name']:<24} {c['type']}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     apply_max_inflate(args.max_inflate)
     from opscope.cli.prepare import prepare
-    from opscope.errors import OpscopeError
+    from opscope.errors import OpscopeError, UsageError
     from opscope.service import Workspace
 
+    if args.schema and args.query is not None:
+        raise UsageError("give a query or --schema, not both")
+    if not args.schema and not (args.query or "").strip():
+        raise UsageError("no query: give one (tables: events, ops, kernels), or --schema")
     if args.limit is not None and args.limit < 0:
         raise OpscopeError("--limit must be 0 or more")
     if args.offset < 0:
         raise OpscopeError("--offset must be 0 or more")
     prepare(args.path, command="sql")
-    trace = Workspace().open(args.path, cache=not args.no_cache).trace
+    ws = Workspace()
+    trace = ws.open(args.path, cache=not args.no_cache).trace
+    if args.schema:
+        return _print_schema(ws.tables(), args.format)
     limit = (
         args.limit if args.limit is not None else (TABLE_ROWS if args.format == "table" else None)
     )

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import decimal
+import difflib
 import json
 import math
 import os
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from opscope.errors import OpscopeError
+from opscope.errors import OpscopeError, UsageError
 
 if TYPE_CHECKING:
     import duckdb
@@ -301,10 +302,11 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str, tables: list[str]) -
         raise OpscopeError(f"SQL: {str(exc).splitlines()[0]}") from None
     except ValueError:  # a statement type the Python client cannot name
         raise _refuse(_SHOWN_AS["UNKNOWN"], "it is not a query", tables) from None
-    if not statements:
-        raise OpscopeError(f"SQL: the query is empty; allowed: {ALLOWED}; {tables_note(tables)}")
+    if not statements:  # a usage error on the command line, as several statements are
+        raise UsageError(f"SQL: the query is empty; allowed: {ALLOWED}; {tables_note(tables)}")
     if len(statements) > 1:
-        raise _refuse(f"{len(statements)} statements", "send one statement at a time", tables)
+        several = _refuse(f"{len(statements)} statements", "send one statement at a time", tables)
+        raise UsageError(str(several))
     kind = _statement_type(statements[0])
     if kind == "EXPLAIN":
         _check_tree(con, _explained(con, query, tables), tables)
@@ -353,7 +355,22 @@ def _error(
     """DuckDB's error as one line that says what to do."""
     import duckdb
 
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    lines = str(exc).splitlines()
+    first = lines[0] if lines else type(exc).__name__
+    # DuckDB's hints ("Candidate bindings: ...", "Did you mean ...?") on the same line; a
+    # table it suggests must be one of the trace's (not one of its own catalog's)
+    hints = [ln.strip() for ln in lines[1:] if ln.startswith("Candidate bindings")]
+    for ln in lines[1:]:
+        m = re.match(r'Did you mean "([^"]+)"', ln)
+        if m and m.group(1) in tables:
+            hints.append(ln.strip())
+    missing = re.match(r"Catalog Error: Table with name (\S+) does not exist", first)
+    if missing and not any(h.startswith("Did you mean") for h in hints):
+        close = difflib.get_close_matches(missing.group(1), tables, n=1)
+        if close:
+            hints.append(f'Did you mean "{close[0]}"?')
+    if hints:
+        first = f"{first} {' '.join(hints)}"
     if timed_out is not None and isinstance(exc, duckdb.InterruptException):
         return OpscopeError(
             f"SQL: the query ran past the {timed_out:g} s time limit and was stopped; ask for "
