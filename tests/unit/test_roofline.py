@@ -179,3 +179,30 @@ def test_text_view(report_and_roofline: tuple[Any, Any]) -> None:
     _, rl = report_and_roofline
     out = render_text(rl.to_dict(), top=5)
     assert "aten::mm" in out and "compute" in out and "H100" in out
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_text_view_fits_its_width_by_dropping_columns(
+    report_and_roofline: tuple[Any, Any], width: int
+) -> None:
+    _, rl = report_and_roofline
+    data = rl.to_dict()
+    row = next(r for r in data["op_shapes"] if r.get("flops") is not None)
+    row["name"] = "aten::" + "very_long_op_name_" * 6  # would need 100+ columns alone
+    out = render_text(data, top=5, width=width)
+    table = [ln for ln in out.splitlines() if ln[:1] in "┏┃┡│└"]
+    assert table and max(len(ln) for ln in table) <= width
+    header = next(ln for ln in table if ln.startswith("┃"))
+    for kept in ("op", "dev self", "of roof", "bound"):  # what the roofline is read for
+        assert kept in header
+    assert ("B/call" in header) == (width >= 160)  # dropped first, not squeezed
+    assert "…" not in header  # no header is cut
+
+
+def test_an_empty_roofline_says_why() -> None:
+    no_shapes = render_text({"peaks": None, "op_shapes": [{"name": "a", "flops": None}]})
+    assert "records no input shapes" in no_shapes and "record_shapes=True" in no_shapes
+    unknown = render_text(
+        {"peaks": None, "op_shapes": [{"name": "a", "flops": None, "input_dims": "[[2]]"}]}
+    )
+    assert "is in the cost model" in unknown and "none of the ops" in unknown

@@ -229,9 +229,7 @@ def _emit(
         if args.roofline and data.get("roofline"):
             from opscope.render.roofline import render_text
 
-            console.print(
-                render_text(data["roofline"], top=args.top, width=max(console.width, 120))
-            )
+            console.print(render_text(data["roofline"], top=args.top, width=console.width))
         return 0
     text: str | bytes
     if args.format == "json":

@@ -179,34 +179,98 @@ def render_svg(data: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def roofline_table(data: dict[str, Any], top: int = 20, name_width: int = 30) -> Table:
+# the table's numeric columns: (header, cell width), in the order they are dropped when the
+# table would not fit (the last ones are what the roofline is read for)
+_COLUMNS = (
+    ("B/call", 8),
+    ("FLOP/call", 9),
+    ("calls", 6),
+    ("FLOP/B", 6),
+    ("dev self", 9),
+    ("FLOP/s", 8),
+    ("of roof", 7),
+    ("bound", 9),
+)
+_SHAPES = 22
+_SHOWN = ("calls", "dev self", "FLOP/call", "B/call", "FLOP/B", "FLOP/s", "of roof", "bound")
+
+
+def _fit(width: int | None, name_width: int) -> tuple[list[str], int, int]:
+    """The numeric columns kept, the op name's width and the shapes' (0: no shapes column)
+    for a table at most ``width`` characters wide (None: everything)."""
+    keep = list(_SHOWN)
+    if width is None:
+        return keep, name_width, _SHAPES
+    cell = dict(_COLUMNS)
+    shapes = _SHAPES
+
+    def used() -> int:
+        cols = [cell[h] for h in keep] + ([shapes] if shapes else [])
+        return sum(cols) + 3 * (len(cols) + 1) + 1  # borders and padding
+
+    order = [h for h, _ in _COLUMNS]
+    while used() + name_width > width and len(keep) > 4:
+        keep.remove(order.pop(0))
+    if used() + name_width > width and shapes:
+        shapes = 14
+    if used() + name_width > width:
+        shapes = 0
+    name_width = max(16, min(name_width, width - used()))
+    return [h for h in _SHOWN if h in keep], name_width, shapes
+
+
+def roofline_table(
+    data: dict[str, Any], top: int = 20, name_width: int = 30, *, width: int | None = None
+) -> Table:
+    """The roofline rows as a table; ``width``: at most this many characters, columns dropped
+    (bytes and FLOPs per call first, then calls and intensity) rather than cells squeezed."""
     rows = [r for r in data.get("op_shapes", []) if r.get("flops") is not None]
     rows.sort(key=lambda r: -float(r.get("costed_us") or 0.0))
+    keep, name_width, shapes = _fit(width, name_width)
     t = Table(
         title=f"Roofline by op and shapes (top {top} by device time)",
         title_justify="left",
         expand=False,
     )
     t.add_column("op", no_wrap=True, max_width=name_width)
-    t.add_column("shapes", no_wrap=True, max_width=22)
-    for header in ("calls", "dev self", "FLOP/call", "B/call", "FLOP/B", "FLOP/s", "of roof"):
-        t.add_column(header, justify="right", no_wrap=True)
-    t.add_column("bound", no_wrap=True)
+    if shapes:
+        t.add_column("shapes", no_wrap=True, max_width=shapes)
+    for header in keep:
+        if header == "bound":
+            t.add_column(header, no_wrap=True)
+        else:
+            t.add_column(header, justify="right", no_wrap=True)
     for r in rows[:top]:
         intensity = r.get("intensity")
-        t.add_row(
-            Text(truncate(str(r["name"]), name_width)),
-            Text(truncate(str(r.get("input_dims") or ""), 22)),
-            str(r.get("calls", "")),
-            us(r.get("costed_us")),
-            _si(r.get("flops_per_call"), "").strip(),
-            _si(r.get("bytes_per_call"), "").strip(),
-            "—" if intensity is None else f"{intensity:.3g}",
-            _si(r.get("achieved_flops"), "").strip(),
-            pct(r.get("roofline_share")),
-            Text(str(r.get("bound") or "—")),
-        )
+        cells = {
+            "calls": str(r.get("calls", "")),
+            "dev self": us(r.get("costed_us")),
+            "FLOP/call": _si(r.get("flops_per_call"), "").strip(),
+            "B/call": _si(r.get("bytes_per_call"), "").strip(),
+            "FLOP/B": "—" if intensity is None else f"{intensity:.3g}",
+            "FLOP/s": _si(r.get("achieved_flops"), "").strip(),
+            "of roof": pct(r.get("roofline_share")),
+            "bound": str(r.get("bound") or "—"),
+        }
+        row: list[Any] = [Text(truncate(str(r["name"]), name_width))]
+        if shapes:
+            row.append(Text(truncate(str(r.get("input_dims") or ""), shapes)))
+        row += [Text(cells[h]) if h == "bound" else cells[h] for h in keep]
+        t.add_row(*row)
     return t
+
+
+def empty_reason(rows: list[dict[str, Any]]) -> str:
+    """Why no op is on the roofline (no FLOPs and bytes for any row)."""
+    if not any(r.get("input_dims") for r in rows):
+        return (
+            "No op on the roofline: the trace records no input shapes, so no op's FLOPs and "
+            "bytes can be counted (profile with record_shapes=True; opscope profile does)."
+        )
+    return (
+        "No op on the roofline: none of the ops with recorded shapes is in the cost model "
+        "(matmuls, convolutions, attention, norms, elementwise; docs/cost-model.md)."
+    )
 
 
 def render_text(data: dict[str, Any], top: int = 20, width: int = 130) -> str:
@@ -229,7 +293,11 @@ def render_text(data: dict[str, Any], top: int = 20, width: int = 130) -> str:
             else ""
         )
     )
-    console.print(roofline_table(data, top))
+    rows = data.get("op_shapes") or []
+    if any(r.get("flops") is not None for r in rows):
+        console.print(roofline_table(data, top, width=width))
+    else:
+        console.print(Text(empty_reason(rows)))
     for note in data.get("notes", []):
         console.print(Text(f"note: {note}", style="yellow"))
     return console.export_text()
