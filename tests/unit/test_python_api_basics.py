@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 import opscope
 from opscope.analysis.optable import OpRow, OpTable
 
@@ -19,3 +23,22 @@ def test_op_table_has_len_iteration_and_indexing() -> None:
     table = OpTable(rows=[], device_is_host=False, device_time_us=0.0)
     assert len(table) == 0 and list(table) == []
     assert issubclass(OpRow, object)
+
+
+@pytest.mark.parametrize("bad", ["2:4", (1,), (3, 1), ("a", "b"), (True, 2), 1.5])
+def test_analyze_checks_its_steps_argument(tmp_path: Path, bad: object) -> None:
+    import json
+
+    from opscope.errors import OpscopeError
+
+    path = tmp_path / "t.json"
+    event = {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+    path.write_text(json.dumps({"traceEvents": [event]}))
+    with pytest.raises(OpscopeError, match="steps"):
+        opscope.analyze(path, steps=bad)  # type: ignore[arg-type]
+
+
+def test_analyze_takes_one_step_as_an_int() -> None:
+    from opscope.analysis.api import steps_arg
+
+    assert steps_arg(7) == (7, 7) and steps_arg([5, 8]) == (5, 8) and steps_arg(None) is None

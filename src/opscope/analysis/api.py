@@ -13,9 +13,31 @@ from opscope.errors import OpscopeError
 from opscope.trace import Trace
 
 
+def steps_arg(steps: Any) -> tuple[int, int] | None:
+    """``steps`` as ``(first, last)``: None, one step (an int) or two ints in order (a tuple
+    or list); anything else is an :class:`OpscopeError` that says what to pass."""
+    if steps is None:
+        return None
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if whole(steps):
+        return (int(steps), int(steps))
+    if isinstance(steps, tuple | list) and len(steps) == 2 and all(whole(v) for v in steps):
+        first, last = int(steps[0]), int(steps[1])
+        if first > last:
+            raise OpscopeError(f"steps {steps!r}: the first step comes after the last")
+        return (first, last)
+    raise OpscopeError(
+        f"steps {steps!r}: give a step number (7) or a (first, last) pair of step numbers, "
+        "e.g. steps=(5, 8)"
+    )
+
+
 def analyze(
     source: Trace | str | Path | Sequence[str | Path],
-    steps: tuple[int, int] | None = None,
+    steps: tuple[int, int] | list[int] | int | None = None,
     *,
     findings: bool = True,
     roofline: bool = True,
@@ -35,6 +57,7 @@ def analyze(
     each rank's event table as Parquet.  ``progress(stage, done, total)`` is told as ranks
     finish on the cluster.
     """
+    steps = steps_arg(steps)
     if cluster is None or cluster is False:
         if store is not None:
             raise OpscopeError("store: the event tables are written by a cluster run (cluster=)")
