@@ -379,3 +379,15 @@ def test_two_ranks_with_gloo_share_one_run_folder(
     data = report_json(run_dir, capsys)
     assert data["source"]["ranks"] == [0, 1]
     check_document(data, "report")
+
+
+def test_a_program_that_records_nothing_is_no_success(tmp_path: Path) -> None:
+    """No step marked: the reason on stderr, exit status 1, and no run folder without a
+    trace left behind; the program's own output still reaches the user."""
+    script = write(tmp_path, "noop.py", "print('hello from the program')\n")
+    out = tmp_path / "runs"
+    r = opscope(["--out", str(out), "--", str(script)], cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "hello from the program" in r.stdout
+    assert "nothing was recorded" in r.stderr and "no trace was recorded" in r.stderr
+    assert not out.exists() or not any(out.iterdir())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +91,15 @@ def test_importing_capture_does_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.skipif(not hasattr(os, "fchmod"), reason="POSIX file modes")
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_write_json_is_as_readable_as_the_umask_says(tmp_path: Path, umask: int, mode: int) -> None:
+    """run.json beside a trace is readable as the trace is (mkstemp alone makes it 0600)."""
+    old = os.umask(umask)
+    try:
+        path = write_json(tmp_path / "run.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == mode

@@ -99,6 +99,12 @@ def open_run_dir(path: str | os.PathLike[str]) -> Path:
     return folder
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as indented JSON to ``path`` atomically (temp file + rename).
 
@@ -108,6 +114,10 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     text = json.dumps(obj, indent=2, sort_keys=False, default=str, ensure_ascii=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        # mkstemp makes the file private (0600); the file is readable as the traces beside it
+        # are: the mode open() would give it under the process's umask
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.write("\n")

@@ -210,6 +210,22 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _remove_empty_run(run_dir: Path) -> None:
+    """Remove a run folder opscope made that holds no trace (its run.json and empty folders
+    only); anything else in it stays, and so does the folder."""
+    import contextlib
+
+    for name in ("run.json",):
+        with contextlib.suppress(OSError):
+            (run_dir / name).unlink()
+    for sub in sorted(run_dir.rglob("*"), reverse=True):
+        if sub.is_dir():
+            with contextlib.suppress(OSError):
+                sub.rmdir()
+    with contextlib.suppress(OSError):
+        run_dir.rmdir()
+
+
 def _has_traces(run_dir: Path) -> bool:
     return (run_dir / "trace.json.gz").is_file() or any((run_dir / "traces").glob("rank*.json.gz"))
 
@@ -349,6 +365,13 @@ def _run_here(args: argparse.Namespace, program: Any, options: Any) -> int:
     result.print_exception()
     for message in result.messages:
         _say(f"opscope profile: {message}")
+    if result.exit_code == 0 and not any(c.recorded for c in result.captures):
+        # nothing recorded: no success, and no run folder that holds no trace left behind
+        for c in result.captures:
+            if not _has_traces(c.run_dir):
+                _remove_empty_run(c.run_dir)
+        _say("opscope profile: no trace was recorded (see above); exit status 1")
+        return 1
     if args.report:
         dirs = [c.run_dir for c in result.captures if c.recorded]
         world = result.world
