@@ -391,3 +391,21 @@ def test_a_program_that_records_nothing_is_no_success(tmp_path: Path) -> None:
     assert "hello from the program" in r.stdout
     assert "nothing was recorded" in r.stderr and "no trace was recorded" in r.stderr
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_the_profilers_start_stop_lines_stay_out_of_stderr(tmp_path: Path) -> None:
+    """torch's `USDT: ... profiler_start/stop` lines are dropped; the program's own stderr -
+    Python's, a raw write to descriptor 2, a line that merely starts with USDT - all pass."""
+    mlp(
+        tmp_path,
+        after_step=(
+            "import os as _os; _os.write(2, b'raw fd2 line\\n'); "
+            "print('USDT: the program says this', file=sys.stderr)"
+        ),
+    )
+    done = opscope(["--active", "2", "--out", "runs", "--", "train.py", "4"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "profiler_start" not in done.stderr and "profiler_stop" not in done.stderr
+    assert "raw fd2 line" in done.stderr
+    assert "USDT: the program says this" in done.stderr
+    assert "program stderr line" in done.stderr

@@ -22,6 +22,10 @@ from opscope import __version__
 # Order is the order shown in --help.
 COMMANDS = ("demo", "optimize", "profile", "report", "explore", "diff", "sql", "schema", "mcp")
 
+# Commands that run torch's profiler in this process: its start/stop chatter on stderr is
+# dropped there (opscope.capture.stderr_filter); everything else on stderr passes.
+PROFILER_COMMANDS = ("demo", "profile", "optimize")
+
 # Former names still accepted for one release (listed last in --help): old name -> command.
 ALIASES = {"compare": "diff"}
 
@@ -94,6 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from opscope.errors import OpscopeError, UsageError
 
     try:
+        if args.command in PROFILER_COMMANDS:
+            from opscope.capture.stderr_filter import quiet_profiler_lines
+
+            with quiet_profiler_lines():
+                return int(mods[args.command].run(args))
         return int(mods[args.command].run(args))
     except OpscopeError as exc:
         if getattr(args, "debug", False):
