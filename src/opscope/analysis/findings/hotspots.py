@@ -26,10 +26,19 @@ pointer to where to look, not a defect in itself.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from opscope.analysis.findings._view import fmt_us, ids_evidence, pct, view
 from opscope.analysis.findings.base import Context, Finding, Rule, make_finding, share_of_wall
+from opscope.analysis.findings.fusion import base_name
+from opscope.analysis.opsets import MATMULS
+
+# devices whose matmuls have bf16/tf32 paths worth suggesting
+_LOW_PRECISION_MATMULS = frozenset({"cuda", "rocm", "xpu", "mtia", "neuron"})
+# op names that wait rather than compute (an event wait, a synchronize)
+_WAIT = re.compile(r"wait|synchroni[sz]e|Sync\b|::sync", re.IGNORECASE)
 
 MIN_DEVICE_SHARE = 0.10
 MIN_WALL_SHARE = 0.01
@@ -64,27 +73,44 @@ def run(ctx: Context) -> list[Finding]:
         calls = len(mine) or row.device_calls
         longest = float(durs.max()) if len(durs) else 0.0
         mean = row.device_self_us / calls if calls else 0.0
+        kind = ctx.trace.device.kind
         if calls <= FEW_CALLS or longest >= 0.5 * row.device_self_us:
             character = "one expensive kernel"
+            lower = (
+                "bf16/tf32 for this matmul, "
+                if base_name(row.name) in MATMULS and kind in _LOW_PRECISION_MATMULS
+                else ""
+            )
             advice = (
                 f"Look at the longest execution of {row.name} ({fmt_us(longest)}): its shapes, "
-                "dtype and algorithm decide the time (check it against the device's peak; use "
-                "bf16/tf32 for matmuls, a better layout, or a fused built-in)."
+                "dtype and algorithm decide the time (check it against the device's peak on "
+                f"the roofline; {lower}a better layout, or a fused built-in)."
             )
         elif calls >= MANY_CALLS and mean < SMALL_MEAN_US:
             character = "many small executions"
+            graphs = (
+                ', or capture the step with CUDA graphs (torch.compile(mode="reduce-overhead"))'
+                if kind in ("cuda", "rocm")
+                else ""
+            )
             advice = (
                 f"{row.name} runs {calls} times at {fmt_us(mean)} each: per-launch overhead "
                 "and memory round trips dominate. Batch the calls (one call over stacked "
-                "inputs), fuse them with their neighbours (torch.compile of the enclosing "
-                "module), or capture the step with CUDA graphs "
-                '(torch.compile(mode="reduce-overhead")).'
+                "inputs) or fuse them with their neighbours (torch.compile of the enclosing "
+                f"module){graphs}."
             )
         else:
             character = "repeated executions"
             advice = (
                 f"{row.name} runs {calls} times at {fmt_us(mean)} each; speed up the op itself "
                 "(dtype, shapes, a fused built-in) or call it less often."
+            )
+        if _WAIT.search(row.name):  # its time is what it waits for, not work of its own
+            advice = (
+                f"{row.name} is a wait, not work: its {fmt_us(row.device_self_us)} is the time "
+                "until what it waits for is done. Follow it to that work (opscope explore: "
+                "its dependency chain; report --critical-path) and speed that up or overlap "
+                "it; the wait itself has nothing to optimise."
             )
         top = mine[np.argsort(-v.exec_dur[mine], kind="stable")[:EVIDENCE_EXECUTIONS]]
         at_stake = row.device_self_us

@@ -192,10 +192,16 @@ def _finding(ctx: Context, v: EventView, name: str, chain: str, g: _Group) -> Fi
             "copy_(src, non_blocking=True), and read results only when needed."
         )
     else:
+        kind = ctx.trace.device.kind
+        backend = {"rocm": "cuda"}.get(kind, kind)  # ROCm runs under torch.cuda
+        event = (
+            f"an event that a later step waits on (torch.{backend}.Event.record / wait_event)"
+            if backend in ("cuda", "xpu", "mtia")
+            else "an event a later step waits on"
+        )
         fix = (
             f"Remove the explicit {name}{issued} from the step (it is needed only for timing "
-            "and at the very end), or replace it by a CUDA event that a later step waits on "
-            "(torch.cuda.Event.record / wait_event)."
+            f"and at the very end), or replace it by {event}."
         )
     sh = share_of_wall(ctx, stake_us)
     return Finding(
