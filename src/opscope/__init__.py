@@ -56,5 +56,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module, attr = _LAZY[name]
+        if name == "analyze":  # print(report) shows the text report (a renderer's, not core's)
+            importlib.import_module("opscope.render.text")
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'opscope' has no attribute {name!r}")

@@ -42,3 +42,18 @@ def test_analyze_takes_one_step_as_an_int() -> None:
     from opscope.analysis.api import steps_arg
 
     assert steps_arg(7) == (7, 7) and steps_arg([5, 8]) == (5, 8) and steps_arg(None) is None
+
+
+def test_print_of_a_report_shows_the_text_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 9}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [event]}))
+    report = opscope.analyze(path)
+    print(report)
+    out = capsys.readouterr().out
+    assert "1 events" in out and "aten::mm" in out and "Report(" not in out
+    assert "Report(" in repr(report)  # repr stays the dataclass's

@@ -8,7 +8,7 @@ and its report is :func:`merge` of the rank reports, which needs no events.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
@@ -46,11 +46,22 @@ from opscope.trace.model import TraceMeta
 
 REPORT_SCHEMA = "opscope.report/1"
 
+#: How ``str(report)`` reads: set by the text renderer when it is imported (``opscope.analyze``
+#: imports it), so that ``print(report)`` shows the text report while the analysis itself never
+#: imports a renderer.  None: ``str`` is the dataclass ``repr``.
+text_renderer: Callable[[dict[str, Any]], str] | None = None
+
 
 @dataclass
 class Report:
     """The analysis of one rank, or the merge of a job's ranks (``ranks`` then holds them and
-    ``trace`` is the job's event table, or None when the ranks were analysed elsewhere)."""
+    ``trace`` is the job's event table, or None when the ranks were analysed elsewhere).
+    ``print(report)`` shows the text report (see :data:`text_renderer`)."""
+
+    def __str__(self) -> str:
+        if text_renderer is None:
+            return repr(self)
+        return text_renderer(self.to_dict(lazy=True))
 
     trace: Trace | None
     ops: OpTable

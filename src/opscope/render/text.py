@@ -195,3 +195,13 @@ def render(
     console = Console(record=True, width=width, file=io.StringIO())
     render_to(console, data, top, critical_path=critical_path)
     return console.export_text()
+
+
+def _register() -> None:
+    """Make ``str(report)`` the text report (``print(opscope.analyze(path))``)."""
+    from opscope.analysis import report
+
+    report.text_renderer = render
+
+
+_register()
