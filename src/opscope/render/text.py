@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 from rich.console import Console
@@ -187,6 +188,30 @@ def render_to(
             entry.append(". ")
             entry.append(str(f.get("recommendation", "")))
             print_wrapped(console, entry)
+            for line in referenced_details(f):
+                print_wrapped(console, Text(f"    {line}", style="dim"))
+
+
+_DETAILS_REF = re.compile(r"details\.([A-Za-z_]+)")
+
+
+def referenced_details(finding: dict[str, Any], top: int = 5) -> list[str]:
+    """The details a finding's recommendation points at ("see details.host_activity"), one
+    line each, when they are a mapping of names to microseconds: the text shows what it
+    refers to."""
+    details = finding.get("details") or {}
+    out = []
+    for key in dict.fromkeys(_DETAILS_REF.findall(str(finding.get("recommendation", "")))):
+        value = details.get(key)
+        if not isinstance(value, dict) or not value:
+            continue
+        nums = [(k, v) for k, v in value.items() if isinstance(v, int | float)]
+        nums.sort(key=lambda kv: -float(kv[1]))
+        shown = ", ".join(f"{truncate(str(k), 60)} {us(float(v))}" for k, v in nums[:top])
+        more = f" (+{len(nums) - top} more)" if len(nums) > top else ""
+        if shown:
+            out.append(f"{key.replace('_', ' ')}: {shown}{more}")
+    return out
 
 
 def render(

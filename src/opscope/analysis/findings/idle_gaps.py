@@ -110,6 +110,8 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
         f"{fmt_us(MIN_GAP_US)}"
     )
     advice = _ADVICE[cause]
+    if ctx.trace.device.kind not in ("cuda", "rocm"):  # CUDA graphs are CUDA's (and HIP's)
+        advice = advice.replace("torch.compile / CUDA graphs", "torch.compile")
     if cause == "host":
         ranked = _host_activity(v, g, sel)[:HOST_NAMES]
         details["host_activity"] = {nm: ns / 1e3 for nm, ns in ranked}
