@@ -495,13 +495,7 @@ class Workspace:
         """The tables SQL can read (``events``, ``ops``, ``kernels``, a Neuron profile's
         ``neuron_*``): ``name``, ``rows`` and ``columns`` (``name``, ``type``)."""
         trace = self.get(handle).trace
-        tables: list[tuple[str, Any]] = [
-            ("events", trace.events),
-            ("ops", trace.ops),
-            ("kernels", trace.kernels),
-        ]
-        if trace.neuron is not None:
-            tables += [(k, trace.neuron.tables[v]) for k, v in trace.neuron.sql_names().items()]
+        tables = [(name, trace.sql_table(name)) for name in trace.sql_tables]
         return [
             {
                 "name": name,

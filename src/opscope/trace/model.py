@@ -209,6 +209,10 @@ class Trace:
         """The names SQL knows: ``events``, ``ops``, ``kernels`` and any ``neuron_*``."""
         return list(self._sql_sources())
 
+    def sql_table(self, name: str) -> pa.Table:
+        """The table SQL knows as ``name`` (one of :attr:`sql_tables`; built on first use)."""
+        return self._sql_sources()[name]()
+
     def query(
         self,
         query: str,
