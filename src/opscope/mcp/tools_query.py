@@ -3,7 +3,6 @@ of two traces."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from opscope.mcp import schemas as s
@@ -62,11 +61,9 @@ def _side(session: Session, value: str) -> str:
     ws = session.workspace
     if value in {h["handle"] for h in ws.handles()}:
         return value
-    from opscope.mcp.tools_trace import allowed
+    from opscope.mcp.tools_trace import readable
 
-    path = allowed(Path(value), session.roots)
-    if not path.exists():
-        raise ToolError(f"{value}: neither an open trace's handle nor a file or folder")
+    path = readable(session, value, "neither an open trace's handle nor a file or folder")
     session.progress(0, 1, f"loading {path.name}")
     return ws.open(path).handle
 

@@ -19,6 +19,13 @@ def _request(a: dict[str, Any]) -> PageRequest:
     )
 
 
+def _table_page(session: Session, table: str, a: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """One page of a report table as the call asks, fitted to the size cap, and the handle."""
+    ws = session.workspace
+    page = fit_page(ws.table(table, a["trace"], request=_request(a)))
+    return page, ws.get(a["trace"]).handle
+
+
 def _table_text(
     title: str, page: dict[str, Any], line: Callable[[dict[str, Any]], str], tool: str
 ) -> str:
@@ -42,8 +49,7 @@ def _op_line(r: dict[str, Any]) -> str:
 
 def _ops(session: Session, a: dict[str, Any]) -> Answer:
     table = "op_shapes" if a["by_shapes"] else "ops"
-    page = fit_page(session.workspace.table(table, a["trace"], request=_request(a)))
-    handle = session.workspace.get(a["trace"]).handle
+    page, handle = _table_page(session, table, a)
     title = "Ops by name and input shapes" if a["by_shapes"] else "Ops (key-averages by name)"
     return Answer(_table_text(title, page, _op_line, "ops"), {"trace": handle, **page})
 
@@ -57,8 +63,7 @@ def _kernel_line(r: dict[str, Any]) -> str:
 
 
 def _kernels(session: Session, a: dict[str, Any]) -> Answer:
-    page = fit_page(session.workspace.table("kernels", a["trace"], request=_request(a)))
-    handle = session.workspace.get(a["trace"]).handle
+    page, handle = _table_page(session, "kernels", a)
     text = _table_text(
         "Device kernels (by name, with the op that launched them)", page, _kernel_line, "kernels"
     )
@@ -74,8 +79,7 @@ def _roof_line(r: dict[str, Any]) -> str:
 
 
 def _roofline(session: Session, a: dict[str, Any]) -> Answer:
-    page = fit_page(session.workspace.table("roofline", a["trace"], request=_request(a)))
-    handle = session.workspace.get(a["trace"]).handle
+    page, handle = _table_page(session, "roofline", a)
     totals = page.get("totals") or {}
     peaks = page.get("peaks") or {}
     head = (

@@ -10,25 +10,20 @@ from opscope.mcp.budget import fit, fit_page
 from opscope.mcp.registry import Answer, Session, ToolError, ToolSpec
 from opscope.mcp.textfmt import footer, name_col, us
 from opscope.mcp.untrusted import NOTICE, block, quote
-from opscope.service.queries import MAX_EVENT_ROWS, EventsRequest
+from opscope.service.queries import MAX_EVENT_ROWS, EventsRequest, page_of
 
 
 def _lanes(session: Session, a: dict[str, Any]) -> Answer:
     opened = session.workspace.get(a["trace"])
     lanes = opened.index.lanes_dict()
-    rows = lanes["lanes"]
     page = fit_page(
-        {
-            "span_ns": lanes["span_ns"],
-            "ranks": lanes["ranks"],
-            "rows": rows[a["offset"] : a["offset"] + a["limit"]],
-            "total": len(rows),
-            "offset": a["offset"],
-            "next_offset": a["offset"] + a["limit"]
-            if a["offset"] + a["limit"] < len(rows)
-            else None,
-            "truncated": a["offset"] + a["limit"] < len(rows),
-        }
+        page_of(
+            lanes["lanes"],
+            a["limit"],
+            a["offset"],
+            span_ns=lanes["span_ns"],
+            ranks=lanes["ranks"],
+        )
     )
     lines = [
         f"Timeline lanes ({us(lanes['span_ns'] / 1e3)} long): framework (ops per thread), "

@@ -39,10 +39,17 @@ def allowed(path: Path, roots: tuple[Path, ...] | None) -> Path:
     raise ToolError(f"{path}: outside the folders this server may read ({shown})")
 
 
-def _open(session: Session, a: dict[str, Any]) -> Answer:
-    path = allowed(Path(a["path"]), session.roots)
+def readable(session: Session, raw: str, missing: str) -> Path:
+    """``raw`` as a path this server may read (:func:`allowed`) that exists; else a
+    :class:`ToolError` ``"<raw>: <missing>"``."""
+    path = allowed(Path(raw), session.roots)
     if not path.exists():
-        raise ToolError(f"{a['path']}: no such file or folder")
+        raise ToolError(f"{raw}: {missing}")
+    return path
+
+
+def _open(session: Session, a: dict[str, Any]) -> Answer:
+    path = readable(session, a["path"], "no such file or folder")
     ws = session.workspace
     session.progress(0, 2, f"loading {path.name}")
     opened = ws.open(path, steps=_steps(a["steps"]), rank=a["rank"])

@@ -82,11 +82,13 @@ def page_rows(rows: Sequence[Mapping[str, Any]], table: str, req: PageRequest) -
         needle = req.name_filter.casefold()
         chosen = [r for r in chosen if needle in str(r.get("name", "")).casefold()]
     chosen.sort(key=lambda r: _sort_value(r, sort))
-    return _page(chosen, req.limit, req.offset, sort=sort)
+    return page_of(chosen, req.limit, req.offset, sort=sort)
 
 
-def _page(rows: list[Any], limit: int, offset: int, **extra: Any) -> dict[str, Any]:
-    shown = rows[offset : offset + limit]
+def page_of(rows: Sequence[Any], limit: int, offset: int, **extra: Any) -> dict[str, Any]:
+    """``rows[offset:offset + limit]`` as a page (see the module docstring), ``extra`` keys
+    first."""
+    shown = list(rows[offset : offset + limit])
     end = offset + len(shown)
     more = end < len(rows)
     return {
@@ -126,7 +128,7 @@ def page_findings(
         if kind not in kinds:
             raise QueryError(f"no finding of kind {kind!r} (this report has: {', '.join(kinds)})")
         chosen = [f for f in chosen if f.get("kind") == kind]
-    return _page(chosen, limit, offset)
+    return page_of(chosen, limit, offset)
 
 
 def find_finding(findings: Sequence[Mapping[str, Any]], finding_id: str) -> Mapping[str, Any]:
