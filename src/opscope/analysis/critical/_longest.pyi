@@ -2,3 +2,22 @@ from typing import Any
 
 def longest(src: Any, dst: Any, weight: Any, dist: Any, pred: Any, /) -> int: ...
 def walk(pred: Any, src: Any, ends: Any, out: Any, counts: Any, /) -> int: ...
+def region(
+    indptr: Any,
+    order: Any,
+    src: Any,
+    dst: Any,
+    weight: Any,
+    label: Any,
+    stop: Any,
+    source: int,
+    nlab: int,
+    dist: Any,
+    pred: Any,
+    lab: Any,
+    origin: Any,
+    indeg: Any,
+    seen: Any,
+    out: Any,
+    /,
+) -> int: ...

@@ -23,15 +23,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opscope.analysis.collective_match import instance_members
+from opscope.analysis.critical.contract import Contraction
 from opscope.analysis.critical.graph import CPU, JOIN, NONE, SPLIT, THREAD, Graph
+from opscope.analysis.critical.job_solve import Chunk, RankSummary, Run, job_section, summarise
 from opscope.analysis.critical.longest import CycleError
-from opscope.analysis.critical.path import Path, Pieces, Segments, pieces, solve, step_paths
+from opscope.analysis.critical.path import Path, Segments, pieces
 from opscope.analysis.critical.section import (
-    METHOD,
-    TOP,
     _us,
-    _wall,
-    bound_by_us,
     parse_what_if,
     projection,
     rank_graph,
@@ -40,7 +38,6 @@ from opscope.analysis.critical.section import (
 )
 
 if TYPE_CHECKING:
-    from opscope.trace.index import EventIndex
     from opscope.trace.model import Trace
 
 
@@ -232,6 +229,47 @@ def job_critical_path(
     return paths.job, paths.per_rank
 
 
+def rank_joins(graph: Graph, works: Mapping[int, int]) -> dict[int, tuple[int, int]]:
+    """``{instance: (arrival node, mid node)}`` of a rank's graph (``works``: ``{instance:
+    row of its first work}``), for the instances whose work has both nodes."""
+    mids = {int(graph.row[v]): int(v) for v in np.flatnonzero(graph.role == 2).tolist()}
+    rows = np.asarray([r for r in works.values() if r in mids], dtype=np.int64)
+    starts: dict[int, int] = {}
+    first = np.flatnonzero((graph.role == 0) & np.isin(graph.row, rows))
+    for node, row in zip(first.tolist(), graph.row[first].tolist(), strict=True):
+        starts.setdefault(int(row), int(node))
+    return {k: (starts[r], mids[r]) for k, r in works.items() if r in mids and r in starts}
+
+
+def job_weights(part: Graph) -> np.ndarray:
+    """A rank's graph's weights as the job weighs them: a collective's wait carries none (the
+    job path goes through the rank that arrived last instead)."""
+    out: np.ndarray = np.where(part.kind == SPLIT, 0, part.weight)
+    return out
+
+
+def rank_summary(
+    trace: Trace, part: Graph, works: Mapping[int, int]
+) -> tuple[RankSummary, Contraction]:
+    """A rank's :class:`~.job_solve.RankSummary` (``part``: its graph with the untraced step
+    loop weighed; ``works``: ``{instance: row of its first work}``) and its contraction."""
+    node_step = np.asarray(trace.index.step[part.row], dtype=np.int64)
+    return summarise(part, job_weights(part), node_step, rank_joins(part, works))
+
+
+def expand_runs(
+    trace: Trace, part: Graph, contraction: Contraction, runs: Sequence[Run]
+) -> list[Chunk]:
+    """The job path's runs on one rank, expanded to the rank's pieces."""
+    idx = trace.index
+    w = job_weights(part)
+    out = []
+    for run in runs:
+        p = pieces(part, Path(contraction.expand(run), 0, {}), w)
+        out.append(Chunk(Segments.of_blocks([(p, idx)]), p.top(idx, len(p))))
+    return out
+
+
 def job_paths(
     traces: Mapping[int, Trace],
     records: Mapping[int, Sequence[Mapping[str, Any]]],
@@ -239,51 +277,39 @@ def job_paths(
     steps: tuple[int, int] | None = None,
 ) -> JobPaths:
     """:func:`job_critical_path`, keeping the joined graph (for what-ifs and the job's
-    findings' savings, :mod:`.job_savings`)."""
+    findings' savings, :mod:`.job_savings`).  The job section is solved from the ranks'
+    contractions (:mod:`.job_solve`), as a cluster run solves it."""
     ranks, graphs, works = _prepare(traces, records, instances, steps)
     per_rank = {r: section(traces[r], g) for r, g in zip(ranks, graphs, strict=True)}
     if len(ranks) < 2:
         return JobPaths(None, per_rank, None)
     joined = join(traces, graphs, works)
-    job, node_rank = joined.graph, joined.node_rank
+    summaries: list[RankSummary] = []
+    held: dict[int, tuple[Graph, Contraction]] = {}
+    for part in joined.parts:
+        mine = {k: got[part.rank] for k, got in enumerate(works) if part.rank in got}
+        summary, con = rank_summary(traces[part.rank], part, mine)
+        summaries.append(summary)
+        held[part.rank] = (part, con)
+
+    def expand(asked: dict[int, list[Run]]) -> dict[int, list[Chunk]]:
+        return {r: expand_runs(traces[r], *held[r], runs) for r, runs in asked.items()}
+
+    members = [list(got) for got in works]
     try:
-        path = solve(job)
-        per_step = step_paths(job, joined.node_step)
+        section_ = job_section(summaries, instances, members, expand)
     except CycleError as exc:
-        failed = {
-            "scope": "job",
-            "length_us": None,
-            "warnings": [f"no job path: the ranks' collectives do not line up ({exc})"],
-        }
-        return JobPaths(failed, per_rank, None)
-    segs = _segments(job, path, traces, node_rank)
-    jumps = _jumps(job, path, node_rank, (instances, joined.barrier_inst, joined.first_barrier))
-    section_ = {
-        "scope": "job",
-        "ranks": ranks,
-        "length_us": _us(path.length_ns),
-        "wall_us": _us(_wall(job, path)),
-        "bound_by_us": bound_by_us(path.by_label),
-        "by_rank_us": _by_rank(job, path, node_rank),
-        "steps": [
-            {
-                "step": s,
-                "rank": None,
-                "length_us": _us(p.length_ns),
-                "wall_us": _us(_wall(job, p)),
-                "bound_by_us": bound_by_us(p.by_label),
-                "by_rank_us": _by_rank(job, p, node_rank),
-            }
-            for s, p in sorted(per_step.items())
-        ],
-        "segments": segs,
-        "jumps": jumps,
-        "top": _job_top(segs),
-        "nodes": job.n_nodes,
-        "edges": job.n_edges,
-        "method": METHOD + "; ranks joined at each matched collective",
-    }
+        return JobPaths(cycle_section(exc), per_rank, None)
     return JobPaths(section_, per_rank, joined)
+
+
+def cycle_section(exc: CycleError) -> dict[str, Any]:
+    """The job section when the joined graph has a cycle."""
+    return {
+        "scope": "job",
+        "length_us": None,
+        "warnings": [f"no job path: the ranks' collectives do not line up ({exc})"],
+    }
 
 
 def _untraced_weighed(trace: Trace, graph: Graph) -> Graph:
@@ -321,78 +347,17 @@ def _by_rank(job: Graph, path: Path, node_rank: np.ndarray) -> dict[str, float]:
     return out
 
 
-def _job_top(segs: Segments) -> list[dict[str, Any]]:
-    """The job path's pieces summed per (label, name) over the ranks, biggest first."""
-    agg: dict[tuple[str, str | None], list[float]] = {}
-    for parts, idx in segs.blocks:
-        for t in parts.top(idx, len(parts)):
-            a = agg.setdefault((t["label"], t["name"]), [0.0, 0])
-            a[0] += t["dur_us"]
-            a[1] += t["pieces"]
-    rows = sorted(agg.items(), key=lambda kv: (-kv[1][0], kv[0][0], str(kv[0][1])))[:TOP]
-    return [
-        {"label": lab, "name": name, "dur_us": round(v[0], 3), "pieces": int(v[1])}
-        for (lab, name), v in rows
-    ]
-
-
-def _segments(
-    job: Graph,
-    path: Path,
-    traces: Mapping[int, Trace],
-    node_rank: np.ndarray,
-) -> Segments:
-    """The job path's pieces, each run of one rank named through its rank's events."""
-    e = path.edges
-    r = node_rank[job.src[e]]
-    blocks: list[tuple[Pieces, EventIndex]] = []
-    if not len(e):
-        return Segments.of_blocks(blocks)
-    cut = np.flatnonzero(np.diff(r)) + 1
-    for chunk in np.split(e, cut):
-        rank = int(node_rank[job.src[chunk[0]]])
-        if rank < 0:
-            continue
-        blocks.append((pieces(job, Path(chunk, 0, {}), rank_of_node=node_rank), traces[rank].index))
-    return Segments.of_blocks(blocks)
-
-
-def _jumps(
-    job: Graph,
-    path: Path,
-    node_rank: np.ndarray,
-    barriers: tuple[Sequence[Mapping[str, Any]], Sequence[int], int],
-) -> list[dict[str, Any]]:
-    """Where the path crosses ranks: at a collective's barrier, from the rank that arrived
-    last to the rank whose transfer the path continues on."""
-    instances, barrier_inst, first_barrier = barriers
-    out: list[dict[str, Any]] = []
-    e = path.edges
-    for i in np.flatnonzero(job.dst[e] >= first_barrier).tolist():
-        if i + 1 >= len(e):
-            continue
-        b = int(job.dst[e[i]])
-        inst = instances[barrier_inst[b - first_barrier]]
-        a, c = int(node_rank[job.src[e[i]]]), int(node_rank[job.dst[e[i + 1]]])
-        out.append(
-            {
-                "collective": inst.get("name"),
-                "pg": inst.get("pg"),
-                "seq": inst.get("seq"),
-                "from_rank": a,
-                "to_rank": c,
-                "last_rank": inst.get("last_rank"),
-            }
-        )
-    return out
-
-
 __all__ = [
     "JobPaths",
     "Joined",
+    "cycle_section",
+    "expand_runs",
     "job_critical_path",
     "job_paths",
+    "job_weights",
     "job_what_if",
     "join",
     "joined_weights",
+    "rank_joins",
+    "rank_summary",
 ]

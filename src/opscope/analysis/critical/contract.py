@@ -1,0 +1,345 @@
+"""A rank's graph contracted to its *interface* nodes, and the contracted paths expanded again.
+
+The job's critical path (:mod:`.job`) joins the ranks' graphs at their collectives.  To solve
+it without every rank's events in one process (a cluster run, :mod:`opscope.analysis
+.cluster`), each rank's graph is reduced to the few nodes the join touches, and the joined
+graph of those is solved on the coordinator:
+
+* **interfaces**: each joined collective's arrival (its first work's start node) and mid
+  node, and *cuts*: on every thread and stream, the first node at or after each joined
+  collective's arrival time (the dst of a ``thread``/``stream`` edge that crosses that time).
+  Cuts change no path; they keep each interface's region (below) to the slab of time until
+  the next collective, so the work is about linear in the graph, not quadratic;
+* **contracted edges** (:class:`Contracted`): for each interface ``u`` and each interface
+  ``v`` that ``u`` reaches without passing another interface, the longest such path
+  ``u -> v``; from each interface the longest path to a node that is not one (``u -> end``);
+  to each interface the longest path from anywhere that passes no other (``start -> v``); and
+  the longest path that passes none at all (``start -> end``).  Each carries its weight, its
+  time per label, and its first and last node's times.
+
+A longest path of the joined graph runs from interface to interface, so it is a path of
+contracted edges, and back: the contracted graph's longest path has the joined graph's length,
+time per label and per rank.  :meth:`Contraction.expand` turns contracted edges back into the
+rank graph's own edges (its pieces), by running the same searches again; every search is
+deterministic, so the expansion is the path the contraction measured.
+
+The same is done on the graph of each step's own edges (``steps=True``, for the job's
+``steps``).  The searches are :func:`region` (the C extension ``_longest.region``, or the same
+algorithm in Python).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from opscope.analysis.critical.longest import _native
+from opscope.analysis.critical.model import LABELS, STREAM, THREAD, Graph
+
+NLAB = len(LABELS)
+ANY = -1
+"""A contracted edge's end that is no interface: the path starts (src) or ends (dst) there."""
+
+
+class Searcher:
+    """Longest-path searches over the edges of ``graph`` where ``keep`` holds, weighted by
+    ``weight``, that do not cross ``stop`` nodes (see :func:`region`)."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        weight: np.ndarray,
+        keep: np.ndarray | None,
+        stop: np.ndarray,
+        *,
+        native: bool = True,
+    ) -> None:
+        sub = np.arange(graph.n_edges) if keep is None else np.flatnonzero(keep)
+        self.sub = sub.astype(np.int64)
+        self.src = np.ascontiguousarray(graph.src[sub], dtype=np.int64)
+        self.dst = np.ascontiguousarray(graph.dst[sub], dtype=np.int64)
+        self.w = np.ascontiguousarray(weight[sub], dtype=np.int64)
+        self.label = np.ascontiguousarray(graph.label[sub], dtype=np.int64)
+        n = graph.n_nodes
+        self.n = n
+        self.order = np.ascontiguousarray(np.argsort(self.src, kind="stable"), dtype=np.int64)
+        self.indptr = np.ascontiguousarray(
+            np.searchsorted(self.src[self.order], np.arange(n + 1)), dtype=np.int64
+        )
+        self.stop = np.ascontiguousarray(stop, dtype=np.uint8)
+        self.native = native and _native is not None
+        self.dist = np.zeros(n, dtype=np.int64)
+        self.pred = np.zeros(n, dtype=np.int64)
+        self.origin = np.zeros(n, dtype=np.int64)
+        self.lab = np.zeros((n, NLAB), dtype=np.int64)
+        self._indeg = np.zeros(n, dtype=np.int64)
+        self._seen = np.zeros(n, dtype=np.uint8)
+        self._out = np.zeros(n, dtype=np.int64)
+        self._walked = np.zeros(n + 1, dtype=np.int64)
+
+    def run(self, source: int) -> np.ndarray:
+        """The search from ``source`` (a node), or from anywhere (``source < 0``): the
+        region's nodes in the order taken.  Per node of the region, the searcher's buffers
+        then hold the path's length (``dist``), the edge it arrives by (``pred``, a position
+        in ``sub``; -1 where it starts), the node it starts at (``origin``) and its time per
+        label (a row of ``lab``), until the next search."""
+        if self.native:
+            assert _native is not None
+            taken = _native.region(
+                self.indptr,
+                self.order,
+                self.src,
+                self.dst,
+                self.w,
+                self.label,
+                self.stop,
+                int(source),
+                NLAB,
+                self.dist,
+                self.pred,
+                self.lab,
+                self.origin,
+                self._indeg,
+                self._seen,
+                self._out,
+            )
+            return self._out[:taken]
+        return _region_python(self, int(source))
+
+
+def _region_python(s: Searcher, source: int) -> np.ndarray:
+    """:func:`_longest.region` in Python (identical, slower): writes ``s``'s node buffers."""
+    indptr, order, dst = s.indptr.tolist(), s.order.tolist(), s.dst.tolist()
+    w, label, stop = s.w.tolist(), s.label.tolist(), s.stop.tolist()
+    n = s.n
+    indeg: dict[int, int] = {}
+    if source >= 0:
+        listed = [source]
+        seen = {source}
+        i = 0
+        while i < len(listed):
+            x = listed[i]
+            i += 1
+            if x != source and stop[x]:
+                continue
+            for k in range(indptr[x], indptr[x + 1]):
+                v = dst[order[k]]
+                indeg[v] = indeg.get(v, 0) + 1
+                if v not in seen:
+                    seen.add(v)
+                    listed.append(v)
+    else:
+        listed = list(range(n))
+        for x in listed:
+            if stop[x]:
+                continue
+            for k in range(indptr[x], indptr[x + 1]):
+                v = dst[order[k]]
+                indeg[v] = indeg.get(v, 0) + 1
+    dist = dict.fromkeys(listed, 0)
+    pred = dict.fromkeys(listed, -1)
+    queue: deque[int] = deque([source] if source >= 0 else [x for x in listed if x not in indeg])
+    taken: list[int] = []
+    while queue:
+        u = queue.popleft()
+        taken.append(u)
+        if u != source and stop[u]:
+            continue
+        du = dist[u]
+        for k in range(indptr[u], indptr[u + 1]):
+            e = order[k]
+            v = dst[e]
+            cand = du + w[e]
+            if cand > dist[v]:
+                dist[v] = cand
+                pred[v] = e
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                queue.append(v)
+    src = s.src.tolist()
+    for x in listed:
+        s.dist[x] = dist[x]
+        s.pred[x] = pred[x]
+        s.origin[x] = x
+        s.lab[x] = 0
+    for v in taken:
+        e = pred[v]
+        if e < 0:
+            continue
+        u = src[e]
+        s.origin[v] = s.origin[u]
+        s.lab[v] = s.lab[u]
+        if label[e] >= 0:
+            s.lab[v, label[e]] += w[e]
+    return np.asarray(taken, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Contracted:
+    """Contracted edges (columns): ``src``/``dst`` an interface's position or :data:`ANY`,
+    ``weight`` (ns), ``by_label`` (ns per label, one row per edge), ``t_first``/``t_last``
+    (the times of the path's first and last node), ``step`` (the step of its nodes, -1 none)
+    and ``end`` (the path's last node in the rank's graph; for an edge to :data:`ANY`)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    by_label: np.ndarray
+    t_first: np.ndarray
+    t_last: np.ndarray
+    step: np.ndarray
+    end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Contracted:
+        return cls(**{k: np.asarray(data[k], dtype=np.int64) for k in cls.__dataclass_fields__})
+
+
+def cut_nodes(graph: Graph, times: np.ndarray) -> np.ndarray:
+    """The first node on each thread and stream at or after each of ``times`` (the dst of a
+    ``thread`` or ``stream`` edge whose span holds the time)."""
+    if not len(times) or not graph.n_edges:
+        return np.zeros(0, dtype=np.int64)
+    bounds = np.unique(times)
+    chain = (graph.kind == THREAD) | (graph.kind == STREAM)
+    ts, td = graph.time[graph.src[chain]], graph.time[graph.dst[chain]]
+    crosses = np.searchsorted(bounds, ts, side="right") < np.searchsorted(bounds, td, side="right")
+    out: np.ndarray = np.unique(graph.dst[chain][crosses])
+    return out
+
+
+class Contraction:
+    """A rank graph's contraction (see the module docstring): ``interfaces`` (node ids of
+    ``graph``), the contracted edges of the whole window and of the steps' own edges."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        weight: np.ndarray,
+        node_step: np.ndarray,
+        interfaces: np.ndarray,
+        *,
+        native: bool = True,
+    ) -> None:
+        self.graph = graph
+        self.weight = weight
+        self.node_step = node_step
+        self.interfaces = np.asarray(interfaces, dtype=np.int64)
+        stop = np.zeros(graph.n_nodes, dtype=bool)
+        stop[self.interfaces] = True
+        self._stop = stop
+        self._native = native
+        s_src, s_dst = node_step[graph.src], node_step[graph.dst]
+        self._keeps: dict[bool, np.ndarray | None] = {
+            False: None,
+            True: (s_src == s_dst) & (s_src >= 0),
+        }
+        self._searchers: dict[bool, Searcher] = {}
+
+    def searcher(self, steps: bool) -> Searcher:
+        if steps not in self._searchers:
+            self._searchers[steps] = Searcher(
+                self.graph, self.weight, self._keeps[steps], self._stop, native=self._native
+            )
+        return self._searchers[steps]
+
+    def contract(self, steps: bool) -> Contracted:
+        """The contracted edges (of the steps' own edges with ``steps``)."""
+        s = self.searcher(steps)
+        g, t, nstep = self.graph, self.graph.time, self.node_step
+        pos = np.full(g.n_nodes, -1, dtype=np.int64)
+        pos[self.interfaces] = np.arange(len(self.interfaces))
+        cols: dict[str, list[Any]] = {k: [] for k in Contracted.__dataclass_fields__}
+
+        def add(a: np.ndarray | int, b: np.ndarray | int, v: np.ndarray) -> None:
+            cols["src"].append(np.broadcast_to(a, v.shape))
+            cols["dst"].append(np.broadcast_to(b, v.shape))
+            cols["weight"].append(s.dist[v])
+            cols["by_label"].append(s.lab[v])
+            cols["t_first"].append(t[s.origin[v]])
+            cols["t_last"].append(t[v])
+            cols["step"].append(nstep[v])
+            cols["end"].append(v)
+
+        stop = self._stop
+        # from anywhere: to each interface, and the best path that passes none (per step)
+        nodes = s.run(-1)
+        reached = nodes[s.dist[nodes] > 0]
+        v = reached[stop[reached]]
+        add(ANY, pos[v], v)
+        add(ANY, ANY, _best(s, reached[~stop[reached]], nstep if steps else None))
+        # from each interface: to the interfaces it reaches, and its best end
+        for i, u in enumerate(self.interfaces.tolist()):
+            nodes = s.run(u)
+            ends = nodes[stop[nodes]]
+            ends = ends[ends != u]
+            add(i, pos[ends], ends)
+            free = nodes[~stop[nodes]]
+            add(i, ANY, _best(s, free[s.dist[free] > 0], None))
+        if not cols["src"]:
+            z = np.zeros(0, dtype=np.int64)
+            return Contracted(z, z, z, np.zeros((0, NLAB), np.int64), z, z, z, z)
+        out = {k: np.concatenate(v).astype(np.int64) for k, v in cols.items()}
+        out["by_label"] = out["by_label"].reshape(-1, NLAB)
+        return Contracted(**out)
+
+    def expand(self, edges: Sequence[tuple[int, int]], steps: bool = False) -> np.ndarray:
+        """The rank graph's edges of contracted ``edges`` (in order, each as ``(its src: an
+        interface's position or ANY, its ``end`` node)``), first to last."""
+        s = self.searcher(steps)
+        out: list[np.ndarray] = []
+        last: int | None = None
+        for a, end in edges:
+            source = -1 if a < 0 else int(self.interfaces[a])
+            if source != last:
+                s.run(source)  # leaves its answer in the searcher's node buffers
+                last = source
+            out.append(s.sub[_walk(s, int(end))])
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def _walk(s: Searcher, end: int) -> np.ndarray:
+    """The searcher's last path to ``end`` (its edges, positions in ``s.sub``), first to
+    last."""
+    if s.native:
+        assert _native is not None
+        counts = np.empty(1, dtype=np.int64)
+        _native.walk(s.pred, s.src, np.asarray([end], dtype=np.int64), s._walked, counts)
+        walked: np.ndarray = s._walked[: int(counts[0])][::-1].copy()
+        return walked
+    walk: list[int] = []
+    p = int(s.pred[end])
+    while p >= 0:
+        walk.append(p)
+        p = int(s.pred[int(s.src[p])])
+    return np.asarray(walk[::-1], dtype=np.int64)
+
+
+def _best(s: Searcher, nodes: np.ndarray, node_step: np.ndarray | None) -> np.ndarray:
+    """Of ``nodes`` (of the searcher's last search), the end of the longest path (ties: the
+    lowest node), per step of the nodes (steps >= 0) or, without ``node_step``, over all."""
+    if not len(nodes):
+        return nodes
+    d = s.dist[nodes]
+    if node_step is None:
+        return nodes[np.lexsort((nodes, -d))[:1]]
+    st = node_step[nodes]
+    ok = st >= 0
+    nodes, d, st = nodes[ok], d[ok], st[ok]
+    order = np.lexsort((nodes, -d, st))
+    first = np.flatnonzero(np.r_[True, st[order][1:] != st[order][:-1]]) if len(order) else order
+    out: np.ndarray = nodes[order[first]]
+    return out
+
+
+__all__ = ["ANY", "NLAB", "Contracted", "Contraction", "Searcher", "cut_nodes"]
