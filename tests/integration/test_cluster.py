@@ -19,6 +19,7 @@ from clusterjobs import kill_once
 from distjobs import write_nccl_job
 from opscope.analysis.cluster import JOB_PATH_NOTE, ClusterError, analyze_on_cluster
 from opscope.analysis.cluster import Options as ClusterOptions
+from opscope.analysis.critical.path import plain
 from opscope.analysis.report import Report
 from opscope.documents import Report as ReportDoc
 from schema_checks import undeclared
@@ -76,15 +77,17 @@ def _findings(found: list[dict[str, Any]], *, local: bool) -> list[dict[str, Any
 
 def assert_same(local: Report, remote: Report) -> None:
     """The whole documents equal but for what docs/scale.md says differs: ``source.engine``
-    and the job's critical path (a note on the cluster path); the ranks' own paths equal."""
+    and the job findings' savings (a note on the cluster path); the job's critical path, its
+    pieces included, and the ranks' own paths equal."""
     a, b = local.to_dict(), remote.to_dict()
     engine = b["source"].pop("engine")
     assert engine["name"] == "dask" and engine["workers"] == 2
-    job_path = b.pop("critical_path")
-    assert job_path == {"scope": "job", "length_us": None, "notes": [JOB_PATH_NOTE]}
-    assert a.pop("critical_path")["scope"] == "job"
-    # without the job path, the job's own findings are not measured against it: their
-    # step_savings_us is null there, which can change the ranking (and so the ids)
+    assert engine["notes"] == [JOB_PATH_NOTE]
+    job_a, job_b = plain(a.pop("critical_path")), plain(b.pop("critical_path"))
+    assert job_a["scope"] == "job" and job_a["length_us"] is not None
+    assert job_a == job_b
+    # the job's own findings are not measured against the joined graph there: their
+    # step_savings_us is null, which can change the ranking (and so the ids)
     fa, fb = _findings(a.pop("findings"), local=True), _findings(b.pop("findings"), local=False)
     assert fa == fb
     assert a == b
@@ -187,7 +190,7 @@ def test_progress_is_told_per_rank(cluster: Any, tmp_path: Path) -> None:
         cluster=cluster.scheduler_address,
         progress=lambda stage, done, total: seen.append((stage, done, total)),
     )
-    assert {s for s, _d, _t in seen} == {"read", "analyse", "critical path"}
+    assert {s for s, _d, _t in seen} == {"read", "analyse", "critical path", "job path"}
     assert ("analyse", 2, 2) in seen
 
 
@@ -222,7 +225,9 @@ def test_cli_cluster_json_is_quiet_and_names_the_engine(cluster: Any, tmp_path: 
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["source"]["engine"]["name"] == "dask"
-    assert doc["critical_path"]["notes"] == [JOB_PATH_NOTE]
+    assert doc["source"]["engine"]["notes"] == [JOB_PATH_NOTE]
+    assert doc["critical_path"]["scope"] == "job" and doc["critical_path"]["ranks"] == [0, 1]
+    assert doc["critical_path"]["segments"]
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("opscope report: warning: rank 2 left out")
 

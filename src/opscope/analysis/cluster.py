@@ -3,23 +3,27 @@
 
 What runs where (``docs/scale.md``):
 
-* map, on the workers, three rounds, each task one rank's file: (1) :func:`read_rank`
+* map, on the workers, four rounds, each task one rank's file: (1) :func:`read_rank`
   ingests the file (through the worker's ingest cache) and sends back its metadata, row count
   and time span, or why it cannot be read; (2) :func:`analyze_rank` analyses the rank exactly
   as the local path does (its rows placed as the local job table places them: the same rank,
   the same event ids, the job's metadata) and sends back its
   :class:`~opscope.analysis.job.RankReport` (``to_dict()``), optionally writing its event
   table as Parquet (``store``); (3) :func:`rank_path` computes the rank's critical path with
-  its waits from the job's matching;
-* reduce, on the coordinator, from rank reports only: rank assignment, the collectives'
-  matching, :func:`opscope.analysis.report.merge`.  No event reaches the coordinator, so its
-  memory grows with ranks x (ops + collectives), not with events.
+  its waits from the job's matching, and its graph contracted for the job path
+  (:mod:`opscope.analysis.critical.contract`); (4) :func:`expand_path`, for the ranks the
+  job path crosses, expands the path's runs there into the rank's pieces;
+* reduce, on the coordinator, from rank reports and contractions only: rank assignment, the
+  collectives' matching, :func:`opscope.analysis.report.merge`, the job path joined and
+  solved from the contractions (:func:`opscope.analysis.critical.job_solve.job_section`, the
+  code the local path runs).  No event reaches the coordinator, so its memory grows with
+  ranks x (ops + collectives), not with events.
 
-The job's critical path (the ranks' graphs joined at their collectives) needs every rank's
-events in one process: a cluster run leaves it out with a note (:data:`JOB_PATH_NOTE`); each
-rank's own path is there.  A task whose worker dies is run again elsewhere (``retries``); a
-file that cannot be read is named in the report (``source.unreadable``, a warning,
-``distributed.missing_ranks``), as on the local path.
+The report is the local path's, with ``source.engine`` added, but for the job's own
+findings' ``step_savings_us`` (they solve the joined graph whole, which needs the events:
+null here, :data:`JOB_PATH_NOTE`).  A task whose worker dies is run again elsewhere
+(``retries``); a file that cannot be read is named in the report (``source.unreadable``, a
+warning, ``distributed.missing_ranks``), as on the local path.
 
 Dask is imported only here, and only when a cluster is asked for.
 """
@@ -39,15 +43,15 @@ SCHEDULER_ENV = "OPSCOPE_DASK_SCHEDULER"
 CONNECT_TIMEOUT_S = 10.0
 RETRIES = 2
 JOB_PATH_NOTE = (
-    "the job path needs every rank's events in one process; a cluster run gives each rank's "
-    "own path (ranks[].critical_path)"
+    "a cluster run leaves the job findings' step_savings_us null: they solve the joined graph "
+    "whole, which needs every rank's events in one process"
 )
 # environment the trace reader reads its limits from: the coordinator's go with each task
 _LIMIT_ENV = ("OPSCOPE_MAX_TRACE_BYTES", "OPSCOPE_MAX_INFLATE")
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as ranks finish (``stage``: ``read``,
-``analyse``, ``critical path``)."""
+``analyse``, ``critical path``, ``job path``)."""
 
 
 class ClusterError(OpscopeError):
@@ -228,27 +232,71 @@ def analyze_rank(task: dict[str, Any], job_meta: dict[str, Any]) -> dict[str, An
     return part.to_dict()
 
 
+Member = tuple[int, int, float]
+"""A rank's part in a matched instance: ``(instance, position in the rank's records, the
+rank's wait there in µs)``."""
+
+
+def _rank_part(
+    task: dict[str, Any],
+    job_meta: dict[str, Any],
+    records: list[dict[str, Any]],
+    members: list[Member],
+) -> tuple[Any, Any, Any, dict[int, int]]:
+    """The rank's trace, its graph with its waits (as the local path's job critical path
+    builds it), that graph as the job weighs it, and ``{instance: row of its first work}``."""
+    from opscope.analysis.critical.job import _first_work, _untraced_weighed
+    from opscope.analysis.critical.section import rank_graph
+
+    trace = _rank_trace(task, job_meta)
+    waits: dict[int, int] = {}
+    works: dict[int, int] = {}
+    for k, pos, wait_us in members:
+        row = _first_work(trace, records[pos])
+        if row >= 0:
+            waits[row] = round(float(wait_us) * 1000.0)
+            works[int(k)] = row
+    steps = task["options"]["steps"]
+    graph = rank_graph(trace, tuple(steps) if steps is not None else None, records, waits)
+    return trace, graph, _untraced_weighed(trace, graph), works
+
+
 def rank_path(
     task: dict[str, Any],
     job_meta: dict[str, Any],
     records: list[dict[str, Any]],
-    members: list[tuple[int, float]],
+    members: list[Member],
 ) -> dict[str, Any]:
-    """Round 3: the rank's critical path section with its waits (``members``: each matched
-    instance's position in the rank's ``records`` and the rank's wait there, µs), as the
-    local path's job critical path gives the rank's section."""
-    from opscope.analysis.critical.job import _first_work
-    from opscope.analysis.critical.section import rank_graph, section
+    """Round 3: the rank's critical path section with its waits, as the local path's job
+    critical path gives the rank's section (``section``), and the rank's graph contracted for
+    the job path (``summary``, :class:`~opscope.analysis.critical.job_solve.RankSummary`)."""
+    from opscope.analysis.critical.job import rank_summary
+    from opscope.analysis.critical.section import section
 
-    trace = _rank_trace(task, job_meta)
-    waits: dict[int, int] = {}
-    for pos, wait_us in members:
-        row = _first_work(trace, records[pos])
-        if row >= 0:
-            waits[row] = round(float(wait_us) * 1000.0)
-    steps = task["options"]["steps"]
-    graph = rank_graph(trace, tuple(steps) if steps is not None else None, records, waits)
-    return _compact_path(section(trace, graph))
+    trace, graph, part, works = _rank_part(task, job_meta, records, members)
+    summary, _con = rank_summary(trace, part, works)
+    return {"section": _compact_path(section(trace, graph)), "summary": summary.to_dict()}
+
+
+def expand_path(
+    task: dict[str, Any],
+    job_meta: dict[str, Any],
+    records: list[dict[str, Any]],
+    members: list[Member],
+    runs: list[list[tuple[int, int]]],
+) -> list[dict[str, Any]]:
+    """Round 4: the job path's ``runs`` on this rank expanded to its pieces: per run, its
+    ``segments`` (the report's dicts) and ``top``."""
+    from opscope.analysis.critical.contract import Contraction
+    from opscope.analysis.critical.job import expand_runs, job_weights, rank_joins
+    from opscope.analysis.critical.job_solve import interface_nodes
+
+    trace, _graph, part, works = _rank_part(task, job_meta, records, members)
+    node_step = trace.index.step[part.row]
+    interfaces = interface_nodes(part, rank_joins(part, works))
+    con = Contraction(part, job_weights(part), node_step, interfaces)
+    chunks = expand_runs(trace, part, con, [[(int(a), int(b)) for a, b in r] for r in runs])
+    return [{"segments": list(c.segments), "top": c.top} for c in chunks]
 
 
 def write_events(events: Any, store: Path, rank: int) -> Path:
@@ -415,35 +463,64 @@ def analyze_on_cluster(
         parts = [RankReport.from_dict(d) for d in _gather(client, futures, "analyse", progress)]
         records, instances, _w, _c = rep._matched(parts)
         from opscope.analysis.collective_match import instance_members
+        from opscope.analysis.critical.job import cycle_section
+        from opscope.analysis.critical.job_solve import Chunk, RankSummary, Run, job_section
+        from opscope.analysis.critical.longest import CycleError
 
-        members: dict[int, list[tuple[int, float]]] = {p.rank: [] for p in parts}
-        for inst, mem in zip(instances, instance_members(records, instances), strict=True):
+        members: dict[int, list[Member]] = {p.rank: [] for p in parts}
+        held: list[list[int]] = []
+        for k, (inst, mem) in enumerate(
+            zip(instances, instance_members(records, instances), strict=True)
+        ):
+            held.append([int(r) for r in mem])
             for r, pos in mem.items():
                 wait = (inst.get("wait_us") or {}).get(str(r), 0.0) or 0.0
-                members[int(r)].append((int(pos), float(wait)))
+                members[int(r)].append((k, int(pos), float(wait)))
+        by_rank = {int(t["rank"]): t for t in tasks}
+
+        def args(rank: int) -> tuple[Any, ...]:
+            return (by_rank[rank], shared_meta, records.get(rank, []), members[rank])
+
         paths = [
-            client.submit(
-                rank_path,
-                t,
-                shared_meta,
-                records.get(int(t["rank"]), []),
-                members[int(t["rank"])],
-                retries=RETRIES,
-                pure=False,
-            )
+            client.submit(rank_path, *args(int(t["rank"])), retries=RETRIES, pure=False)
             for t in tasks
         ]
-        for part, section in zip(
-            parts, _gather(client, paths, "critical path", progress), strict=True
-        ):
-            part.extra["critical_path"] = section
+        summaries = []
+        for part, got in zip(parts, _gather(client, paths, "critical path", progress), strict=True):
+            part.extra["critical_path"] = got["section"]
+            summaries.append(RankSummary.from_dict(got["summary"]))
+
+        def expand(asked: dict[int, list[Run]]) -> dict[int, list[Chunk]]:
+            order = sorted(asked)
+            futures = [
+                client.submit(expand_path, *args(r), asked[r], retries=RETRIES, pure=False)
+                for r in order
+            ]
+            got = _gather(client, futures, "job path", progress)
+            return {
+                r: [Chunk(c["segments"], c["top"]) for c in chunks]
+                for r, chunks in zip(order, got, strict=True)
+            }
+
+        job_path = None
+        if len(parts) > 1:
+            try:
+                job_path = job_section(summaries, instances, held, expand)
+            except CycleError as exc:
+                job_path = cycle_section(exc)
     report = rep.merge(parts, window_steps=options.steps, run_info=run_info, unreadable=lost)
-    report.extra["critical_path"] = {"scope": "job", "length_us": None, "notes": [JOB_PATH_NOTE]}
+    if job_path is not None:
+        report.extra["critical_path"] = job_path
     if report.job is not None:
         source_section = report.job["source"]
         source_section["warnings"] = list(meta.warnings)
         source_section["skipped"] = dict(meta.skipped)
-        source_section["engine"] = {"name": "dask", "workers": workers, "scheduler": scheduler}
+        source_section["engine"] = {
+            "name": "dask",
+            "workers": workers,
+            "scheduler": scheduler,
+            "notes": [JOB_PATH_NOTE],
+        }
     return report
 
 

@@ -165,7 +165,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
    node order); of two equally long paths the first found is kept.  For each node v of the
    region: dist[v] (int64), pred[v] (the edge the path arrives by, -1 where it starts),
    origin[v] (the node it starts at) and lab[v * nlab + l] (its weight per label l; label -1
-   carries none).  indeg (int64) and seen (uint8) are scratch buffers of N that must be zero
+   carries none).  The caller checks the edges' ranges once (see below).  indeg (int64) and
+   seen (uint8) are scratch buffers of N that must be zero
    and are left zero.  out (int64, N) gets the region's nodes in the order taken; the count is
    returned (fewer than the region when a cycle holds the rest). */
 static PyObject *region(PyObject *self, PyObject *args) {
@@ -196,13 +197,9 @@ static PyObject *region(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "region: indptr does not cover the edges");
         goto done;
     }
-    for (Py_ssize_t e = 0; e < E; e++) {
-        if (src[e] < 0 || src[e] >= N || dst[e] < 0 || dst[e] >= N || order[e] < 0 ||
-            order[e] >= E || label[e] >= nlab) {
-            PyErr_SetString(PyExc_ValueError, "region: an edge out of range");
-            goto done;
-        }
-    }
+    /* The edges' ranges (src, dst and order within 0..N-1 and 0..E-1, indptr nondecreasing
+       from 0 to E, label below nlab) are checked once by the caller
+       (contract.Searcher), not on every search: a search must cost its region only. */
     list = malloc(sizeof(int64_t) * (N > 0 ? N : 1));
     if (!list) {
         PyErr_NoMemory();

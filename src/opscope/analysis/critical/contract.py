@@ -71,6 +71,15 @@ class Searcher:
             np.searchsorted(self.src[self.order], np.arange(n + 1)), dtype=np.int64
         )
         self.stop = np.ascontiguousarray(stop, dtype=np.uint8)
+        # the C search trusts these ranges (it must cost its region only): checked once here
+        if len(self.src) and (
+            min(self.src.min(), self.dst.min()) < 0 or max(self.src.max(), self.dst.max()) >= n
+        ):
+            raise ValueError("an edge names a node outside the graph")
+        if len(self.label) and (self.label.min() < -1 or self.label.max() >= NLAB):
+            raise ValueError("an edge's label is not one of LABELS")
+        if len(self.stop) != n:
+            raise ValueError("stop must have one entry per node")
         self.native = native and _native is not None
         self.dist = np.zeros(n, dtype=np.int64)
         self.pred = np.zeros(n, dtype=np.int64)
@@ -261,14 +270,12 @@ class Contraction:
         pos[self.interfaces] = np.arange(len(self.interfaces))
         cols: dict[str, list[Any]] = {k: [] for k in Contracted.__dataclass_fields__}
 
-        def add(a: np.ndarray | int, b: np.ndarray | int, v: np.ndarray) -> None:
+        def add(a: np.ndarray | int, b: np.ndarray, v: np.ndarray) -> None:
             cols["src"].append(np.broadcast_to(a, v.shape))
-            cols["dst"].append(np.broadcast_to(b, v.shape))
+            cols["dst"].append(b)
             cols["weight"].append(s.dist[v])
             cols["by_label"].append(s.lab[v])
-            cols["t_first"].append(t[s.origin[v]])
-            cols["t_last"].append(t[v])
-            cols["step"].append(nstep[v])
+            cols["t_first"].append(s.origin[v])
             cols["end"].append(v)
 
         stop = self._stop
@@ -276,21 +283,32 @@ class Contraction:
         nodes = s.run(-1)
         reached = nodes[s.dist[nodes] > 0]
         v = reached[stop[reached]]
-        add(ANY, pos[v], v)
-        add(ANY, ANY, _best(s, reached[~stop[reached]], nstep if steps else None))
+        best = _best(s, reached[~stop[reached]], nstep if steps else None)
+        add(ANY, np.concatenate([pos[v], np.full(len(best), ANY)]), np.concatenate([v, best]))
         # from each interface: to the interfaces it reaches, and its best end
+        dist, positions = s.dist, pos
         for i, u in enumerate(self.interfaces.tolist()):
             nodes = s.run(u)
-            ends = nodes[stop[nodes]]
-            ends = ends[ends != u]
-            add(i, pos[ends], ends)
-            free = nodes[~stop[nodes]]
-            add(i, ANY, _best(s, free[s.dist[free] > 0], None))
+            is_stop = stop[nodes]
+            ends = nodes[is_stop]
+            free = nodes[~is_stop]
+            free = free[dist[free] > 0]
+            if len(free):
+                d = dist[free]
+                top = free[d == d.max()].min()  # the longest; ties: the lowest node
+                ends = np.append(ends[ends != u], top)
+                add(i, np.append(positions[ends[:-1]], ANY), ends)
+            else:
+                ends = ends[ends != u]
+                add(i, positions[ends], ends)
         if not cols["src"]:
             z = np.zeros(0, dtype=np.int64)
             return Contracted(z, z, z, np.zeros((0, NLAB), np.int64), z, z, z, z)
-        out = {k: np.concatenate(v).astype(np.int64) for k, v in cols.items()}
+        out = {k: np.concatenate(v).astype(np.int64) for k, v in cols.items() if v}
         out["by_label"] = out["by_label"].reshape(-1, NLAB)
+        out["t_first"] = t[out["t_first"]]  # the times of the paths' first nodes
+        out["t_last"] = t[out["end"]]
+        out["step"] = nstep[out["end"]]
         return Contracted(**out)
 
     def expand(self, edges: Sequence[tuple[int, int]], steps: bool = False) -> np.ndarray:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opscope.analysis.critical.graph import JOIN
-from opscope.analysis.critical.longest import longest_paths, path_to
+from opscope.analysis.critical.longest import longest_paths
 from opscope.analysis.critical.model import COMPUTE, CPU
 from opscope.analysis.critical.path import solve
 
@@ -62,14 +62,16 @@ def _straggler(
             float(v or 0.0) for r, v in (inst.get("wait_us") or {}).items() if str(r) != str(rank)
         ]
         late = round(min(others) * 1000.0) if others else 0
-        # take the lateness off R's pieces leading to its arrival, the latest first
-        for e in path_to(arrival, pred, g.src)[::-1].tolist():
-            if late <= 0 or not on_rank[e]:
-                break
+        # take the lateness off R's pieces leading to its arrival, the latest first (walked
+        # back from the arrival only as far as it goes: a whole path per collective would
+        # cost collectives x path length)
+        e = int(pred[arrival])
+        while e >= 0 and late > 0 and on_rank[e]:
             cut = min(late, int(w[e]))
             w[e] -= cut
             late -= cut
             changed = changed or cut > 0
+            e = int(pred[int(g.src[e])])
     return solve(g, w).length_ns if changed else None
 
 
