@@ -11,8 +11,12 @@ random (ranks missing from some instances).  Timed, best of ``--repeat``:
 * ``match (columns)`` - :func:`match_collectives` on the records as columns
   (:class:`CollectiveColumns`): the matching itself, ``instances x ranks`` records, the
   instance dicts included (most of the time: 10^5 dicts of 64 waits each); the first call
-  is printed too (it also pays for the process's fresh memory);
+  is printed too (it also pays for the process's fresh memory: the matching drops each
+  record-sized array once reduced, so little of it is fresh);
 * ``stragglers`` - :func:`stragglers` over the instances it returned;
+* ``end to end`` - what a job report does with them: the matching, the stragglers and the
+  instances written as JSON (``orjson.dumps``, as the JSON report writes them), in one go; the
+  first such run is printed too;
 * ``columns from dicts`` - :func:`collective_columns` on record dicts (what rank reports hold),
   at ``--dict-instances`` instances (dicts of every record of a large job take gigabytes), with
   the cost per record, and ``match (dicts)`` end to end at that size.
@@ -31,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -139,6 +144,18 @@ def main() -> None:
     )
     print(f"  stragglers           {t_strag * 1e3:8.1f} ms  -> {[s['rank'] for s in found]}")
     print(f"  warnings: {len(warnings)} (missing records)")
+
+    def end_to_end() -> int:
+        found, _warnings = match_collectives(cols)
+        stragglers(found)
+        return len(orjson.dumps(found))
+
+    instances = found = None
+    first, t_all, size = best(end_to_end, a.repeat)
+    print(
+        f"  end to end           {t_all * 1e3:8.1f} ms  (first call {first * 1e3:.0f} ms)"
+        f"  match + stragglers + JSON ({size / 1e6:.0f} MB)"
+    )
 
     small, _ = synthetic(a.dict_instances, a.ranks, a.slow, a.missing)
     dicts = as_dicts(small)

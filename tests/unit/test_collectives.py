@@ -235,6 +235,59 @@ def test_columns_and_dicts_match_alike() -> None:
     assert match_collectives({}) == ([], [])
 
 
+def _reference(by_rank: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The instances of one group matched by seq, record by record in plain Python."""
+    by_key: dict[int, dict[int, dict[str, Any]]] = {}
+    for r in sorted(by_rank):
+        for x in by_rank[r]:
+            by_key.setdefault(int(x["seq"]), {}).setdefault(r, x)
+    out = []
+    for k in sorted(by_key):
+        recs = by_key[k]
+        arr = {r: x["arrival_ns"] for r, x in recs.items()}
+        end = [x["end_ns"] for x in recs.values()]
+        last = max(arr.values())
+        out.append(
+            {
+                "name": "all_reduce",
+                "pg": "0",
+                "seq": k,
+                "ranks": sorted(recs),
+                "last_rank": min(r for r, a in arr.items() if a == last),
+                "start_skew_us": round((last - min(arr.values())) / 1000.0, 3),
+                "end_skew_us": round((max(end) - min(end)) / 1000.0, 3),
+                "wait_us": {str(r): round((last - arr[r]) / 1000.0, 3) for r in sorted(recs)},
+                "dur_us": min(x["dur_us"] for x in recs.values()),
+                "bytes": 4096,
+            }
+        )
+    return out
+
+
+def test_many_instances_some_ranks_missing_match_record_by_record() -> None:
+    # more instances than the matcher makes dicts of at a time, ranks missing here and there
+    # (instances with every rank and without straddle its blocks)
+    ranks, n = 5, 3 * 4096 + 7
+    by_rank = {
+        r: [
+            rec(r, i, 50.0 * i + ((i * 7 + r * 13) % 11) * 0.137, 2.0 + (i + r) % 3, seq=i)
+            for i in range(n)
+            if (i * 31 + r) % 97 != 0 or i % 3
+        ]
+        for r in range(ranks)
+    }
+    want = _reference(by_rank)
+    assert any(len(i["ranks"]) < ranks for i in want)
+    got, warnings = match_collectives(by_rank)
+    assert got == want
+    assert match_collectives(collective_columns(by_rank))[0] == want
+    assert len(warnings) == ranks  # each rank misses some instances
+    full = [i for i in got if len(i["ranks"]) == ranks]
+    # the full instances' rank lists are their own (one changed leaves the others alone)
+    full[0]["ranks"].append(99)
+    assert full[1]["ranks"] == list(range(ranks))
+
+
 # -- stragglers ------------------------------------------------------------------------------
 
 

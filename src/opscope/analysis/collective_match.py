@@ -164,9 +164,11 @@ def match_collectives(
     p2p_codes = [i for i, n in enumerate(cols.names) if n in P2P_TYPES]
     p2p = np.isin(cols.name, p2p_codes) if p2p_codes else np.zeros(len(cols), dtype=bool)
     for pg_code in sorted(range(len(cols.pgs)), key=lambda i: cols.pgs[i]):
-        sel = np.flatnonzero((cols.pg == pg_code) & ~p2p)
-        if len(sel):
-            _match_group(cols, cols.pgs[pg_code], sel, instances, warnings)
+        mask = (cols.pg == pg_code) & ~p2p
+        if mask.all():  # all records: no gathers needed (nor their 8 bytes a record)
+            _match_group(cols, cols.pgs[pg_code], None, instances, warnings)
+        elif mask.any():
+            _match_group(cols, cols.pgs[pg_code], np.flatnonzero(mask), instances, warnings)
     return instances, warnings
 
 
@@ -204,26 +206,28 @@ def _no_gc() -> Iterator[None]:
 def _match_group(
     cols: CollectiveColumns,
     pg: str,
-    sel: np.ndarray,
+    sel: np.ndarray | None,
     instances: list[dict[str, Any]],
     warnings: list[str],
 ) -> None:
-    whole = len(sel) == len(cols)  # sel is sorted: all records, no gathers needed
-    by_seq = bool((cols.has_seq if whole else cols.has_seq[sel]).all())
+    """Match the records of one group (``sel``: their positions, sorted; None: all)."""
+    by_seq = bool((cols.has_seq if sel is None else cols.has_seq[sel]).all())
     key_src = cols.seq if by_seq else cols.index
-    key_all = key_src if whole else key_src[sel]
-    rank_all = cols.rank if whole else cols.rank[sel]
+    key_all = key_src if sel is None else key_src[sel]
+    rank_all = cols.rank if sel is None else cols.rank[sel]
     # one stable sort on (key, rank): each rank's records come in key order already, so the
     # sort merges one sorted run per rank
     group_ranks, rank_codes = _rank_codes(rank_all)
     n_codes = len(group_ranks)
     k_min = int(key_all.min())
     composite = (key_all - k_min) * n_codes + rank_codes
+    del rank_codes
     order = np.argsort(composite, kind="stable")
-    rows = order if whole else sel[order]
+    rows = order if sel is None else sel[order]
     composite = composite[order]
-    key = composite // n_codes + k_min
-    code = composite % n_codes  # position among the group's ranks
+    del order
+    key, code = np.divmod(composite, n_codes)  # code: the position among the group's ranks
+    key += k_min
     rank = group_ranks[code]
     label = "seq" if by_seq else "index"
     # a rank with two records of one key keeps the first
@@ -238,8 +242,9 @@ def _match_group(
         )
         keep = ~dup
         rows, key, rank, code = rows[keep], key[keep], rank[keep], code[keep]
+    del composite, dup
     n_ranks = n_codes
-    known_size = int((cols.pg_size if whole else cols.pg_size[sel]).max())
+    known_size = int((cols.pg_size if sel is None else cols.pg_size[sel]).max())
     if known_size > n_ranks:
         warnings.append(
             f"pg {pg}: records from {n_ranks} of its {known_size} ranks "
@@ -288,6 +293,7 @@ def _match_group(
         if not n_groups:
             return
 
+    del name, nbytes
     group_of = np.repeat(np.arange(n_groups), counts)
     # missing ranks, one warning per rank
     short = np.flatnonzero(counts < n_ranks)
@@ -303,64 +309,107 @@ def _match_group(
                 f"{int(key[starts[short[miss[0]]]])}); matched without it"
             )
 
-    arrival = cols.arrival[rows]
+    # per instance: reductions over its records (the record-sized arrays dropped as soon as
+    # they are reduced: at 10^5 x 64 each is 51 MB, and fresh pages are the first call's cost)
     end = cols.end[rows]
+    end_skew = np.maximum.reduceat(end, starts) - np.minimum.reduceat(end, starts)
+    del end
+    dur = np.minimum.reduceat(cols.dur_us[rows], starts)
+    name_of = cols.name[rows[starts]]
+    key_of = key[starts]
+    arrival = cols.arrival[rows]
+    del rows, key, group_of
     first = np.minimum.reduceat(arrival, starts)
     last = np.maximum.reduceat(arrival, starts)
-    end_skew = np.maximum.reduceat(end, starts) - np.minimum.reduceat(end, starts)
-    dur = np.minimum.reduceat(cols.dur_us[rows], starts)
-    last_of = last[group_of]
+    last_of = np.repeat(last, counts)
     # the last to arrive (the lowest rank of a tie: records are in rank order per instance)
     at_last = np.flatnonzero(arrival == last_of)
-    firsts = np.r_[True, group_of[at_last][1:] != group_of[at_last][:-1]]
+    inst_at = np.searchsorted(starts, at_last, side="right") - 1
+    firsts = np.r_[True, inst_at[1:] != inst_at[:-1]]
     last_rank = rank[at_last[firsts]]
-    wait = np.round((last_of - arrival) / 1000.0, 3)
-
-    full_ranks = group_ranks.tolist()
-    full_keys = [str(r) for r in full_ranks]
+    del at_last, inst_at, firsts
+    np.subtract(last_of, arrival, out=last_of)
+    del arrival
+    wait = np.round(last_of / 1000.0, 3)
+    del last_of
     full = counts == n_ranks
+    partial = np.flatnonzero(~full)
+    ranks_of: list[list[int] | None] = [None] * n_groups
+    for g, a, b in zip(
+        partial.tolist(), starts[partial].tolist(), (starts + counts)[partial].tolist(), strict=True
+    ):
+        ranks_of[g] = rank[a:b].tolist()
+    del rank, code
+    _instances(
+        pg,
+        cols.names,
+        group_ranks.tolist(),
+        {
+            "name": name_of,
+            "seq": key_of,
+            "last_rank": last_rank,
+            "start_skew_us": np.round((last - first) / 1000.0, 3),
+            "end_skew_us": np.round(end_skew / 1000.0, 3),
+            "dur_us": dur,
+            "bytes": b_max,
+        },
+        (wait, starts, ranks_of),
+        instances=instances,
+    )
+
+
+#: Instances whose dicts are made per block: one block's waits become floats at a time.
+_BLOCK = 4096
+
+
+def _instances(
+    pg: str,
+    names: list[str],
+    group_ranks: list[int],
+    per: dict[str, np.ndarray],
+    waits: tuple[np.ndarray, np.ndarray, list[list[int] | None]],
+    *,
+    instances: list[dict[str, Any]],
+) -> None:
+    """Append the dicts of one group's instances to ``instances``: ``per``, the instances'
+    columns; ``waits``: every record's wait (instance by instance, ranks in order), each
+    instance's first record, and the ranks of each instance that lacks some (None: all of
+    ``group_ranks``)."""
+    wait, starts, ranks_of = waits
+    key_of = {r: str(r) for r in group_ranks}
+    full_keys = list(key_of.values())  # one string per rank, shared by every instance's waits
+    n = len(ranks_of)
+    cuts = [*starts[::_BLOCK].tolist(), len(wait)]
+    columns = [per[k].tolist() for k in ("name", "seq", "last_rank")]
+    columns += [per[k].tolist() for k in ("start_skew_us", "end_skew_us", "dur_us", "bytes")]
     with _no_gc():
-        # wait dicts: the instances every rank is in as one 2-D block, the others one by one
-        waits: list[dict[str, float]] = [{}] * n_groups
-        full_at = np.flatnonzero(full)
-        if len(full_at):
-            # one flat list, each dict taking the next n_ranks values (zip stops at the keys)
-            flat = iter(wait[np.repeat(full, counts)].tolist())
-            for g in full_at.tolist():
-                waits[g] = dict(zip(full_keys, flat))  # noqa: B905
-        ranks_of: list[list[int] | None] = [None] * n_groups
-        for g in np.flatnonzero(~full).tolist():
-            a, b = int(starts[g]), int(starts[g] + counts[g])
-            ranks_g = rank[a:b].tolist()
-            ranks_of[g] = ranks_g
-            waits[g] = dict(zip(map(str, ranks_g), wait[a:b].tolist(), strict=True))
-        names = cols.names
-        instances.extend(
-            {
-                "name": names[nm],
-                "pg": pg,
-                "seq": k,
-                "ranks": list(full_ranks) if rk is None else rk,
-                "last_rank": lr,
-                "start_skew_us": ss,
-                "end_skew_us": es,
-                "wait_us": w,
-                "dur_us": d,
-                "bytes": by if by >= 0 else None,
-            }
-            for nm, k, rk, lr, ss, es, w, d, by in zip(
-                cols.name[rows[starts]].tolist(),
-                key[starts].tolist(),
-                ranks_of,
-                last_rank.tolist(),
-                np.round((last - first) / 1000.0, 3).tolist(),
-                np.round(end_skew / 1000.0, 3).tolist(),
-                waits,
-                dur.tolist(),
-                b_max.tolist(),
-                strict=True,
+        for b, g0 in enumerate(range(0, n, _BLOCK)):
+            # each wait dict takes the next values of the block (zip stops at the keys first)
+            flat = iter(wait[cuts[b] : cuts[b + 1]].tolist())
+            g1 = min(n, g0 + _BLOCK)
+            instances.extend(
+                {
+                    "name": names[nm],
+                    "pg": pg,
+                    "seq": k,
+                    "ranks": list(group_ranks) if rk is None else rk,
+                    "last_rank": lr,
+                    "start_skew_us": ss,
+                    "end_skew_us": es,
+                    "wait_us": dict(
+                        zip(full_keys if rk is None else [key_of[r] for r in rk], flat)  # noqa: B905
+                    ),
+                    "dur_us": d,
+                    "bytes": by if by >= 0 else None,
+                }
+                for nm, k, rk, lr, ss, es, d, by in zip(
+                    columns[0][g0:g1],
+                    columns[1][g0:g1],
+                    ranks_of[g0:g1],
+                    *(c[g0:g1] for c in columns[2:]),
+                    strict=True,
+                )
             )
-        )
 
 
 # -- stragglers ------------------------------------------------------------------------------
