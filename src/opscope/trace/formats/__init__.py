@@ -74,7 +74,11 @@ FORMATS: tuple[Format, ...] = (
 
 
 def detect(path: Path) -> Format:
-    """The format ``path`` is read as: the first whose sniff says yes, else the last."""
+    """The format ``path`` is read as: the first whose sniff says yes, else the last.  A
+    folder of run folders is the last's, whose reader names them (the Neuron formats would
+    find the runs' ``neuron/`` folders below it and read them as one profile)."""
+    if kineto_json.run_folders_in(path):
+        return FORMATS[-1]
     for fmt in FORMATS:
         if fmt.sniff(path):
             return fmt
