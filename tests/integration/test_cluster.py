@@ -180,6 +180,16 @@ def test_store_writes_each_rank_as_parquet(cluster: Any, tmp_path: Path) -> None
     ids = sorted(i for t in tables for i in t.column("id").to_pylist())
     assert ids == sorted(local.events.column("id").to_pylist())  # the job's ids, not each file's
     assert [set(t.column("rank").to_pylist()) for t in tables] == [{0}, {1}]
+    # the store reads back as the job's table, ids as written, and opscope sql queries it
+    back = opscope.load(store)
+    assert back.meta.format == "event_store" and back.meta.ranks == [0, 1]
+    assert back.column("id") == local.column("id") and back.column("rank") == local.column("rank")
+    out = subprocess.run(
+        [sys.executable, "-m", "opscope", "sql", str(store),
+         "SELECT rank, count(*) AS n FROM events GROUP BY 1 ORDER BY 1", "--format", "json"],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert json.loads(out) == [{"rank": r, "n": t.num_rows} for r, t in enumerate(tables)]
 
 
 def test_progress_is_told_per_rank(cluster: Any, tmp_path: Path) -> None:

@@ -109,3 +109,20 @@ def test_pcie_only_devices(tmp_path: Path, device: str) -> None:
 def test_a_link_at_its_pcie_peak_is_quiet(tmp_path: Path) -> None:
     # 100 MB in 3.2 ms over 8 ranks: busbw 54.7 GB/s, above a V100 PCIe's 16 GB/s each way
     assert _findings(tmp_path, _doc(3_200, device="Tesla V100-PCIE-32GB")) == []
+
+
+def test_the_title_says_what_its_count_counts(tmp_path: Path) -> None:
+    """One rank: the op table's calls of the collective; a job: every rank's, said so."""
+    (f,) = _findings(tmp_path, _doc(10_000))
+    assert "(3 calls, median 100.00 MB)" in f["title"]
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in (0, 1):
+        doc = _doc(10_000)
+        doc["distributedInfo"] = {"rank": rank, "world_size": 2}
+        (job / f"rank{rank}.json").write_text(json.dumps(doc))
+    rep = analyze(job, roofline=False).to_dict()
+    by_rank = {f["rank"]: f for f in rep["findings"] if f["kind"] == "comm_bandwidth"}
+    assert "(3 calls, median" in by_rank[0]["title"]  # a rank's own finding: its calls
+    assert "(6 calls over 2 ranks, median" in by_rank[None]["title"]  # the job's
+    assert {o["name"]: o["calls"] for o in rep["ops"]}["nccl:all_reduce"] == 6

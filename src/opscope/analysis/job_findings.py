@@ -265,13 +265,20 @@ def comm_bandwidth(
             "while the collective runs (NCCL_MIN_NCHANNELS, stream priorities)."
         )
         pct_share = f"{100 * share:.0f} %" if share >= 0.01 else f"{100 * share:.1f} %"
+        # the count is of this process group's calls on every rank: said where that is not
+        # simply the op table's calls of the collective on one rank
+        groups = {x.get("pg") for x in section.get("by_collective") or [] if x["name"] == g["name"]}
+        counted = f"{g['count']} calls" + (
+            f" in process group {g['pg']}" if len(groups) > 1 else ""
+        )
+        counted += f" over {ranks} ranks" if ranks > 1 else ""
         out.append(
             {
                 "kind": "comm_bandwidth",
                 "severity": severity_of(min(1.0, at_stake / wall_us)),
                 "title": (
                     f"{g['name']} at {float(bw):.1f} GB/s bus bandwidth, {pct_share} of "
-                    f"{link['name']}'s {float(link['gbs']):.0f} GB/s ({g['count']} calls, median "
+                    f"{link['name']}'s {float(link['gbs']):.0f} GB/s ({counted}, median "
                     f"{median_bytes / 1e6:.2f} MB)"
                 ),
                 "time_at_stake_us": at_stake,

@@ -11,7 +11,9 @@ from opscope.cli.output import add_max_inflate, apply_max_inflate
 HELP = "run SQL (DuckDB) over a trace's events, ops and kernels tables"
 
 DESCRIPTION = """\
-Run a SQL query (DuckDB dialect) over a trace file, run folder or folder of per-rank traces.
+Run a SQL query (DuckDB dialect) over a trace file, run folder or folder of per-rank traces,
+or the event store `opscope report --cluster --store DIR` writes (DIR/rank<N>.parquet: every
+rank in one events table).
 
 Tables: events (one row per timed event; columns in docs/trace-engine.md), ops (one row per
 framework op, with self and device times) and kernels (one row per device execution, with the
@@ -29,6 +31,7 @@ example:
   opscope sql run/ "SELECT op_name, sum(dur_ns) FROM kernels GROUP BY 1" --format csv > k.csv
   opscope sql trace.json.gz "SELECT * FROM events ORDER BY dur_ns DESC" --limit 20 --offset 20
   opscope sql trace.json.gz "COPY kernels TO 'kernels.parquet'" --allow-external
+  opscope sql events/ "SELECT rank, count(*) FROM events GROUP BY 1"   # a --store folder
 """
 
 FORMATS = ("table", "csv", "json")
@@ -49,7 +52,9 @@ def _timeout(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="trace file, run folder, or folder of per-rank traces")
+    parser.add_argument(
+        "path", help="trace file, run folder, folder of per-rank traces, or a --store folder"
+    )
     parser.add_argument(
         "query", nargs="?", help="the SQL query (tables: events, ops, kernels); see --schema"
     )

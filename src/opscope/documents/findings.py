@@ -58,6 +58,7 @@ class FindingDetails(TypedDict, total=False):
     """[hotspots] ``one expensive kernel``, ``many small executions`` or ``repeated
     executions``."""
     calls: int
+    """[hotspots] The op's calls in the window (the op table's ``calls``)."""
     device_self_us: float
     device_share: float
     """[hotspots, dtype] Share of the window's device time, 0..1."""
@@ -125,6 +126,8 @@ class FindingDetails(TypedDict, total=False):
     format: str
     """[dtype] ``float64`` or ``float32 matmul``."""
     executions: int
+    """[dtype, hotspots] Device executions counted (hotspots: of the work the op launched
+    directly, the op table's ``device_calls``)."""
     kernels: int
     assumed_speedup_share: float
     computed_as: str

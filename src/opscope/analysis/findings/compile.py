@@ -184,7 +184,8 @@ def run(ctx: Context) -> list[Finding]:
                 kind="compile",
                 title=(
                     f"Dynamo guard checks cost {fmt_us(lookup_us)} ({len(lookups)} cache "
-                    f"lookups, {fmt_us(lookup_us / len(lookups))} each)"
+                    f"lookup{'s' if len(lookups) != 1 else ''}, "
+                    f"{fmt_us(lookup_us / len(lookups))} each)"
                 ),
                 time_at_stake_us=lookup_us,
                 evidence=[

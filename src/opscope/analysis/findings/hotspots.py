@@ -19,6 +19,13 @@ Character (``details.character``), from the op's executions in the window:
   batch or capture them (``torch.compile``, CUDA graphs).
 * ``repeated executions`` - anything in between.
 
+Counts: ``details.calls`` is the op table's ``calls`` of the op; ``details.executions`` the
+device executions of the work it launched directly (the table's ``device_calls``: one call of a
+convolution may run several kernels, a copy may run none on the device), over which
+``mean_us`` is taken.  The text gives the calls and, where they differ, the executions, each
+named (``265 calls, 1465 device executions × 144 µs``), so that a number in a finding is the
+op table's or says what it counts.
+
 ``time_at_stake_us`` is the op's device self time: removing the op entirely is the most any fix
 can save.  Severity is ``info`` below 30 % of the device time, ``medium`` above: a hotspot is a
 pointer to where to look, not a defect in itself.
@@ -70,11 +77,12 @@ def run(ctx: Context) -> list[Finding]:
         is_row = np.append(names.values == row.name, [row.name == ""] * 2)
         mine = exec_rows[is_row[exec_code]]
         durs = v.exec_dur[mine] / 1e3
-        calls = len(mine) or row.device_calls
+        executions = len(mine) or row.device_calls
         longest = float(durs.max()) if len(durs) else 0.0
-        mean = row.device_self_us / calls if calls else 0.0
+        mean = row.device_self_us / executions if executions else 0.0
+        counted, runs = _counts(row.name, row.calls, executions, ctx.op_table.device_is_host)
         kind = ctx.trace.device.kind
-        if calls <= FEW_CALLS or longest >= 0.5 * row.device_self_us:
+        if executions <= FEW_CALLS or longest >= 0.5 * row.device_self_us:
             character = "one expensive kernel"
             lower = (
                 "bf16/tf32 for this matmul, "
@@ -86,7 +94,7 @@ def run(ctx: Context) -> list[Finding]:
                 "dtype and algorithm decide the time (check it against the device's peak on "
                 f"the roofline; {lower}a better layout, or a fused built-in)."
             )
-        elif calls >= MANY_CALLS and mean < SMALL_MEAN_US:
+        elif executions >= MANY_CALLS and mean < SMALL_MEAN_US:
             character = "many small executions"
             graphs = (
                 ', or capture the step with CUDA graphs (torch.compile(mode="reduce-overhead"))'
@@ -94,7 +102,7 @@ def run(ctx: Context) -> list[Finding]:
                 else ""
             )
             advice = (
-                f"{row.name} runs {calls} times at {fmt_us(mean)} each: per-launch overhead "
+                f"{runs} at {fmt_us(mean)} each: per-launch overhead "
                 "and memory round trips dominate. Batch the calls (one call over stacked "
                 "inputs) or fuse them with their neighbours (torch.compile of the enclosing "
                 f"module){graphs}."
@@ -102,7 +110,7 @@ def run(ctx: Context) -> list[Finding]:
         else:
             character = "repeated executions"
             advice = (
-                f"{row.name} runs {calls} times at {fmt_us(mean)} each; speed up the op itself "
+                f"{runs} at {fmt_us(mean)} each; speed up the op itself "
                 "(dtype, shapes, a fused built-in) or call it less often."
             )
         if _WAIT.search(row.name):  # its time is what it waits for, not work of its own
@@ -121,7 +129,7 @@ def run(ctx: Context) -> list[Finding]:
                 severity="medium" if dev_share >= 0.30 else "info",
                 title=(
                     f"{row.name} holds {pct(dev_share)} of device time "
-                    f"({character}: {calls} × {fmt_us(mean)})"
+                    f"({character}: {counted} × {fmt_us(mean)})"
                 ),
                 time_at_stake_us=at_stake,
                 evidence=[ids_evidence(v, top, note=f"longest executions of {row.name}")],
@@ -130,7 +138,8 @@ def run(ctx: Context) -> list[Finding]:
                 details={
                     "op": row.name,
                     "character": character,
-                    "calls": calls,
+                    "calls": row.calls,
+                    "executions": executions,
                     "device_self_us": row.device_self_us,
                     "device_share": dev_share,
                     "mean_us": mean,
@@ -140,6 +149,18 @@ def run(ctx: Context) -> list[Finding]:
             )
         )
     return out
+
+
+def _counts(name: str, calls: int, executions: int, on_host: bool) -> tuple[str, str]:
+    """The op's counts as the title (``265 calls, 1465 device executions``) and the advice
+    (``aten::x's 265 calls run 1465 device executions``) say them: the calls alone where the
+    executions are as many."""
+    unit = "executions" if on_host else "device executions"
+    if executions == calls:
+        return f"{calls} call{'s' if calls != 1 else ''}", f"{name} runs {calls} times"
+    title = f"{calls} call{'s' if calls != 1 else ''}, {executions} {unit}"
+    verb = "calls run" if calls != 1 else "call runs"
+    return title, f"{name}'s {calls} {verb} {executions} {unit}"
 
 
 RULE = Rule(

@@ -8,6 +8,9 @@ is not a trace (a missing path, a folder without trace files, a file that is not
 
 The order settles the paths two formats could claim:
 
+0. :mod:`.event_store` (the ``rank<N>.parquet`` event tables ``opscope report --cluster
+   --store`` writes): before the Neuron formats, whose table files are Parquet too; told from
+   them by the files' columns (the event schema), not by their names.
 1. :mod:`.neuron_parquet` (Neuron Explorer tables), :mod:`.neuron_json` (legacy Neuron JSON),
    :mod:`.neuron_capture` (a raw Neuron capture): before Kineto, since a Neuron capture holds a
    Kineto ``trace.json``.  A folder holding several Neuron pieces is read as one profile by
@@ -32,6 +35,7 @@ from typing import Protocol
 
 from opscope.trace.formats import (
     aiu_json,
+    event_store,
     execution_trace,
     kineto_json,
     neuron_capture,
@@ -64,6 +68,7 @@ class Format:
 
 
 FORMATS: tuple[Format, ...] = (
+    Format(event_store.NAME, event_store.sniff, event_store.load),
     Format(neuron_parquet.NAME, neuron_parquet.sniff, neuron_parquet.load),
     Format(neuron_json.NAME, neuron_json.sniff, neuron_json.load),
     Format(neuron_capture.NAME, neuron_capture.sniff, neuron_capture.load),
@@ -74,7 +79,11 @@ FORMATS: tuple[Format, ...] = (
 
 
 def detect(path: Path) -> Format:
-    """The format ``path`` is read as: the first whose sniff says yes, else the last."""
+    """The format ``path`` is read as: the first whose sniff says yes, else the last.  A
+    folder of run folders is the last's, whose reader names them (the Neuron formats would
+    find the runs' ``neuron/`` folders below it and read them as one profile)."""
+    if kineto_json.run_folders_in(path):
+        return FORMATS[-1]
     for fmt in FORMATS:
         if fmt.sniff(path):
             return fmt

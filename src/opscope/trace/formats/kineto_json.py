@@ -5,6 +5,9 @@ reader says why a path is not a trace).
 A path may be a trace file (``.json``, ``.json.gz``, ``.pt.trace.json[.gz]``, or any name: gzip is
 detected by its magic bytes), a run folder (``run.json`` beside ``trace.json.gz`` or
 ``traces/rank<N>.json.gz``) or a folder of per-rank trace files (:func:`find_trace_files`).
+A folder of run folders is not one trace: its reader names the run folders and reads none
+(separate runs are never stacked as ranks; :func:`job_files` refuses files of several run
+folders too).
 Each file is streamed (:mod:`~opscope.trace.readers`, :mod:`~opscope.trace.jsonstream`),
 converted (:mod:`~opscope.trace.kineto`) and linked (:mod:`~opscope.trace.link`) on its own,
 then the files are stacked with their ranks (:mod:`~opscope.trace.parts`).  Several files are
@@ -68,8 +71,65 @@ def find_trace_files(path: Path) -> list[Path]:
             return [path / candidate]
     files = sorted(p for p in path.iterdir() if is_trace_file(p))
     if not files:
+        runs = run_folders_in(path)
+        if runs:
+            raise TraceError(_folder_of_runs(path, runs))
         raise TraceError(f"{path}: no trace files (*.json, *.json.gz) in this folder")
     return _rank_sorted(files)
+
+
+RUN_JSON = "run.json"  # what makes a folder a run folder (opscope.capture.runfolder)
+_NAMED_RUNS = 6  # run folders named in an error; the rest are counted
+
+
+def run_folders_in(path: Path) -> list[Path]:
+    """The run folders (folders holding ``run.json``) directly inside ``path``, by name; none
+    when ``path`` is itself a run folder or not a folder."""
+    if not path.is_dir() or (path / RUN_JSON).is_file():
+        return []
+    try:
+        return sorted(p for p in path.iterdir() if p.is_dir() and (p / RUN_JSON).is_file())
+    except OSError:
+        return []
+
+
+def run_folder_of(file: Path) -> Path | None:
+    """The run folder a trace file belongs to (``run.json`` beside it, or above its
+    ``traces/`` or ``traces/cycle<K>/`` folder), or None."""
+    for folder in (file.parent, file.parent.parent, file.parent.parent.parent):
+        if (folder / RUN_JSON).is_file():
+            return folder
+        if folder.name != "traces" and not folder.name.startswith("cycle"):
+            break
+    return None
+
+
+def _named(runs: list[Path]) -> str:
+    names = ", ".join(p.name for p in runs[:_NAMED_RUNS])
+    return names + (f" ... ({len(runs)} in all)" if len(runs) > _NAMED_RUNS else "")
+
+
+def _folder_of_runs(path: Path, runs: list[Path]) -> str:
+    """Why a folder of run folders is not read: the run folders it holds, and what to do."""
+    what = "a run folder" if len(runs) == 1 else f"{len(runs)} run folders"
+    return (
+        f"{path}: holds {what}, not one trace: {_named(runs)}; report one "
+        f"(opscope report {runs[0]}), or compare two with opscope diff A B"
+    )
+
+
+def one_run(files: list[Path]) -> None:
+    """Refuse trace files of several run folders: separate runs are not ranks of one job."""
+    runs: list[Path] = []
+    for f in files:
+        run = run_folder_of(f)
+        if run is not None and run not in runs:
+            runs.append(run)
+    if len(runs) > 1:
+        raise TraceError(
+            f"files of {len(runs)} run folders, not ranks of one job: {_named(runs)}; report "
+            f"one (opscope report {runs[0]}), or compare two with opscope diff A B"
+        )
 
 
 def _kind(path: Path) -> str:
@@ -177,6 +237,7 @@ def job_files(source: str | Path | list[str | Path]) -> tuple[list[Path], Path |
             found = [Path(p) for p in sorted(glob.glob(text)) if is_trace_file(Path(p))]
             if not found:
                 raise TraceError(f"{text}: no trace files match this pattern")
+            one_run(found)
             return _rank_sorted(found), None
         path = Path(source)
         return find_trace_files(path), path if path.is_dir() else None
@@ -185,6 +246,7 @@ def job_files(source: str | Path | list[str | Path]) -> tuple[list[Path], Path |
         files += [f for f in job_files(item)[0] if f not in files]
     if not files:
         raise TraceError("no trace files given")
+    one_run(files)
     return _rank_sorted(files), None
 
 
