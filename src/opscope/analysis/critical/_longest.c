@@ -169,44 +169,23 @@ static PyObject *walk(PyObject *self, PyObject *args) {
    seen (uint8) are scratch buffers of N that must be zero
    and are left zero.  out (int64, N) gets the region's nodes in the order taken; the count is
    returned (fewer than the region when a cycle holds the rest). */
-static PyObject *region(PyObject *self, PyObject *args) {
-    Py_buffer ib, ob, sb, db, wb, lb, stb, distb, predb, labb, orb, inb, seb, outb;
-    Py_ssize_t source, nlab;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*nnw*w*w*w*w*w*w*", &ib, &ob, &sb, &db, &wb, &lb,
-                          &stb, &source, &nlab, &distb, &predb, &labb, &orb, &inb, &seb, &outb))
-        return NULL;
-    PyObject *result = NULL;
-    Py_ssize_t N = stb.len, E = sb.len / 8;
-    int64_t *list = NULL;
-    if (ib.len != (N + 1) * 8 || ob.len != sb.len || db.len != sb.len || wb.len != sb.len ||
-        lb.len != sb.len || distb.len != N * 8 || predb.len != N * 8 || orb.len != N * 8 ||
-        inb.len != N * 8 || seb.len != N || outb.len != N * 8 || nlab < 1 ||
-        labb.len != N * nlab * 8 || source >= N) {
-        PyErr_SetString(PyExc_ValueError, "region: buffers of unequal lengths");
-        goto done;
-    }
-    const int64_t *indptr = (const int64_t *)ib.buf, *order = (const int64_t *)ob.buf;
-    const int64_t *src = (const int64_t *)sb.buf, *dst = (const int64_t *)db.buf;
-    const int64_t *w = (const int64_t *)wb.buf, *label = (const int64_t *)lb.buf;
-    const uint8_t *stop = (const uint8_t *)stb.buf;
-    int64_t *dist = (int64_t *)distb.buf, *pred = (int64_t *)predb.buf;
-    int64_t *lab = (int64_t *)labb.buf, *origin = (int64_t *)orb.buf;
-    int64_t *indeg = (int64_t *)inb.buf, *out = (int64_t *)outb.buf;
-    uint8_t *seen = (uint8_t *)seb.buf;
-    if (indptr[N] != E) {
-        PyErr_SetString(PyExc_ValueError, "region: indptr does not cover the edges");
-        goto done;
-    }
-    /* The edges' ranges (src, dst and order within 0..N-1 and 0..E-1, indptr nondecreasing
-       from 0 to E, label below nlab) are checked once by the caller
-       (contract.Searcher), not on every search: a search must cost its region only. */
-    list = malloc(sizeof(int64_t) * (N > 0 ? N : 1));
-    if (!list) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t count = 0, taken = 0;
-    Py_BEGIN_ALLOW_THREADS
+typedef struct {
+    Py_ssize_t N, nlab;
+    const int64_t *indptr, *order, *src, *dst, *w, *label;
+    const uint8_t *stop;
+    int64_t *dist, *pred, *lab, *origin, *indeg, *out, *list;
+    uint8_t *seen;
+} Search;
+
+/* One search (see region() above); returns the nodes taken, left in s->out. */
+static Py_ssize_t run_search(Search *s, int64_t source) {
+    const int64_t *indptr = s->indptr, *order = s->order, *src = s->src, *dst = s->dst;
+    const int64_t *w = s->w, *label = s->label;
+    const uint8_t *stop = s->stop;
+    int64_t *dist = s->dist, *pred = s->pred, *lab = s->lab, *origin = s->origin;
+    int64_t *indeg = s->indeg, *out = s->out, *list = s->list;
+    uint8_t *seen = s->seen;
+    Py_ssize_t N = s->N, nlab = s->nlab, count = 0, taken = 0;
     /* the region, and each node's in-degree from the nodes that are crossed */
     if (source >= 0) {
         list[count++] = source;
@@ -272,10 +251,78 @@ static PyObject *region(PyObject *self, PyObject *args) {
         indeg[list[i]] = 0;
         seen[list[i]] = 0;
     }
+    return taken;
+}
+
+/* The buffers region() and contract() share, checked: 0 and an exception when they do not
+   fit together. */
+static int search_of(Search *s, Py_buffer *ib, Py_buffer *ob, Py_buffer *sb, Py_buffer *db,
+                     Py_buffer *wb, Py_buffer *lb, Py_buffer *stb, Py_ssize_t nlab,
+                     Py_buffer *distb, Py_buffer *predb, Py_buffer *labb, Py_buffer *orb,
+                     Py_buffer *inb, Py_buffer *seb, Py_buffer *outb) {
+    Py_ssize_t N = stb->len, E = sb->len / 8;
+    if (ib->len != (N + 1) * 8 || ob->len != sb->len || db->len != sb->len ||
+        wb->len != sb->len || lb->len != sb->len || distb->len != N * 8 ||
+        predb->len != N * 8 || orb->len != N * 8 || inb->len != N * 8 || seb->len != N ||
+        outb->len != N * 8 || nlab < 1 || labb->len != N * nlab * 8) {
+        PyErr_SetString(PyExc_ValueError, "region: buffers of unequal lengths");
+        return 0;
+    }
+    s->N = N;
+    s->nlab = nlab;
+    s->indptr = (const int64_t *)ib->buf;
+    s->order = (const int64_t *)ob->buf;
+    s->src = (const int64_t *)sb->buf;
+    s->dst = (const int64_t *)db->buf;
+    s->w = (const int64_t *)wb->buf;
+    s->label = (const int64_t *)lb->buf;
+    s->stop = (const uint8_t *)stb->buf;
+    s->dist = (int64_t *)distb->buf;
+    s->pred = (int64_t *)predb->buf;
+    s->lab = (int64_t *)labb->buf;
+    s->origin = (int64_t *)orb->buf;
+    s->indeg = (int64_t *)inb->buf;
+    s->seen = (uint8_t *)seb->buf;
+    s->out = (int64_t *)outb->buf;
+    s->list = NULL;
+    if (s->indptr[N] != E) {
+        PyErr_SetString(PyExc_ValueError, "region: indptr does not cover the edges");
+        return 0;
+    }
+    /* The edges' ranges (src, dst and order within 0..N-1 and 0..E-1, indptr nondecreasing
+       from 0 to E, label below nlab) are checked once by the caller
+       (contract.Searcher), not on every search: a search must cost its region only. */
+    s->list = malloc(sizeof(int64_t) * (N > 0 ? N : 1));
+    if (!s->list) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *region(PyObject *self, PyObject *args) {
+    Py_buffer ib, ob, sb, db, wb, lb, stb, distb, predb, labb, orb, inb, seb, outb;
+    Py_ssize_t source, nlab;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*nnw*w*w*w*w*w*w*", &ib, &ob, &sb, &db, &wb, &lb,
+                          &stb, &source, &nlab, &distb, &predb, &labb, &orb, &inb, &seb, &outb))
+        return NULL;
+    PyObject *result = NULL;
+    Search s;
+    s.list = NULL;
+    if (!search_of(&s, &ib, &ob, &sb, &db, &wb, &lb, &stb, nlab, &distb, &predb, &labb, &orb,
+                   &inb, &seb, &outb))
+        goto done;
+    if (source >= s.N) {
+        PyErr_SetString(PyExc_ValueError, "region: source out of range");
+        goto done;
+    }
+    Py_ssize_t taken;
+    Py_BEGIN_ALLOW_THREADS
+    taken = run_search(&s, source);
     Py_END_ALLOW_THREADS
     result = PyLong_FromSsize_t(taken);
 done:
-    free(list);
+    free(s.list);
     PyBuffer_Release(&ib);
     PyBuffer_Release(&ob);
     PyBuffer_Release(&sb);
@@ -293,7 +340,122 @@ done:
     return result;
 }
 
+/* contract(indptr, order, src, dst, weight, label, stop, nlab, sources, pos,
+            dist, pred, lab, origin, indeg, seen, out) -> (ints, labs)
+
+   For :meth:`opscope.analysis.critical.contract.Contraction.contract`: a search from each
+   node of ``sources`` (int64, the interfaces, all stop nodes), in order; from the i-th, one
+   contracted edge to each stop node the search reaches (other than the source, in the order
+   taken), then one to the reached non-stop node of the longest path, if that is longer than
+   0 (ties: the lowest node).  Each edge is five int64 in ``ints`` - i, ``pos`` of its end
+   node (-1 for the non-stop end), the end node, the path's length, the node it starts at -
+   and nlab int64 in ``labs``, its weight per label.  The other buffers as region() takes
+   them. */
+typedef struct {
+    int64_t *buf;
+    Py_ssize_t len, cap;
+} Grow;
+
+static int grow_push(Grow *g, const int64_t *vals, Py_ssize_t n) {
+    if (g->len + n > g->cap) {
+        Py_ssize_t cap = g->cap ? g->cap : 1024;
+        while (cap < g->len + n) cap *= 2;
+        int64_t *b = realloc(g->buf, sizeof(int64_t) * (size_t)cap);
+        if (!b) return 0;
+        g->buf = b;
+        g->cap = cap;
+    }
+    memcpy(g->buf + g->len, vals, sizeof(int64_t) * (size_t)n);
+    g->len += n;
+    return 1;
+}
+
+static PyObject *contract(PyObject *self, PyObject *args) {
+    Py_buffer ib, ob, sb, db, wb, lb, stb, srcsb, posb, distb, predb, labb, orb, inb, seb, outb;
+    Py_ssize_t nlab;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*ny*y*w*w*w*w*w*w*w*", &ib, &ob, &sb, &db, &wb,
+                          &lb, &stb, &nlab, &srcsb, &posb, &distb, &predb, &labb, &orb, &inb,
+                          &seb, &outb))
+        return NULL;
+    PyObject *result = NULL;
+    Grow ints = {NULL, 0, 0}, labs = {NULL, 0, 0};
+    Search s;
+    s.list = NULL;
+    if (!search_of(&s, &ib, &ob, &sb, &db, &wb, &lb, &stb, nlab, &distb, &predb, &labb, &orb,
+                   &inb, &seb, &outb))
+        goto done;
+    const int64_t *sources = (const int64_t *)srcsb.buf, *pos = (const int64_t *)posb.buf;
+    Py_ssize_t M = srcsb.len / 8, N = s.N;
+    if (posb.len != N * 8) {
+        PyErr_SetString(PyExc_ValueError, "contract: pos must have one entry per node");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < M; i++) {
+        if (sources[i] < 0 || sources[i] >= N) {
+            PyErr_SetString(PyExc_ValueError, "contract: a source out of range");
+            goto done;
+        }
+    }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < M && !failed; i++) {
+        int64_t u = sources[i];
+        Py_ssize_t taken = run_search(&s, u);
+        int64_t best = -1;
+        for (Py_ssize_t j = 0; j < taken && !failed; j++) {
+            int64_t v = s.out[j];
+            if (s.stop[v]) {
+                if (v == u) continue;
+                int64_t row[5] = {i, pos[v], v, s.dist[v], s.origin[v]};
+                failed = !grow_push(&ints, row, 5) || !grow_push(&labs, s.lab + v * nlab, nlab);
+            } else if (s.dist[v] > 0 &&
+                       (best < 0 || s.dist[v] > s.dist[best] ||
+                        (s.dist[v] == s.dist[best] && v < best))) {
+                best = v;
+            }
+        }
+        if (best >= 0 && !failed) {
+            int64_t row[5] = {i, -1, best, s.dist[best], s.origin[best]};
+            failed = !grow_push(&ints, row, 5) || !grow_push(&labs, s.lab + best * nlab, nlab);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *a = PyBytes_FromStringAndSize((const char *)ints.buf, ints.len * 8);
+    PyObject *b = PyBytes_FromStringAndSize((const char *)labs.buf, labs.len * 8);
+    if (a && b) result = PyTuple_Pack(2, a, b);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+done:
+    free(s.list);
+    free(ints.buf);
+    free(labs.buf);
+    PyBuffer_Release(&ib);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&wb);
+    PyBuffer_Release(&lb);
+    PyBuffer_Release(&stb);
+    PyBuffer_Release(&srcsb);
+    PyBuffer_Release(&posb);
+    PyBuffer_Release(&distb);
+    PyBuffer_Release(&predb);
+    PyBuffer_Release(&labb);
+    PyBuffer_Release(&orb);
+    PyBuffer_Release(&inb);
+    PyBuffer_Release(&seb);
+    PyBuffer_Release(&outb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"contract", contract, METH_VARARGS,
+     "contract(indptr, order, src, dst, weight, label, stop, nlab, sources, pos, dist, pred, "
+     "lab, origin, indeg, seen, out) -> (ints, labs): the contracted edges from each source"},
     {"region", region, METH_VARARGS,
      "region(indptr, order, src, dst, weight, label, stop, source, nlab, dist, pred, lab, "
      "origin, indeg, seen, out) -> nodes taken: longest paths up to stop nodes"},

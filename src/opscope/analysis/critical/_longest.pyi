@@ -21,3 +21,23 @@ def region(
     out: Any,
     /,
 ) -> int: ...
+def contract(
+    indptr: Any,
+    order: Any,
+    src: Any,
+    dst: Any,
+    weight: Any,
+    label: Any,
+    stop: Any,
+    nlab: int,
+    sources: Any,
+    pos: Any,
+    dist: Any,
+    pred: Any,
+    lab: Any,
+    origin: Any,
+    indeg: Any,
+    seen: Any,
+    out: Any,
+    /,
+) -> tuple[bytes, bytes]: ...

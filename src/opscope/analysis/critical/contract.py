@@ -31,7 +31,7 @@ algorithm in Python).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,7 +286,53 @@ class Contraction:
         best = _best(s, reached[~stop[reached]], nstep if steps else None)
         add(ANY, np.concatenate([pos[v], np.full(len(best), ANY)]), np.concatenate([v, best]))
         # from each interface: to the interfaces it reaches, and its best end
-        dist, positions = s.dist, pos
+        if s.native and len(self.interfaces):
+            self._contract_native(s, pos, cols)
+        else:
+            self._contract_python(s, pos, add)
+        if not cols["src"]:
+            z = np.zeros(0, dtype=np.int64)
+            return Contracted(z, z, z, np.zeros((0, NLAB), np.int64), z, z, z, z)
+        out = {k: np.concatenate(v).astype(np.int64) for k, v in cols.items() if v}
+        out["by_label"] = out["by_label"].reshape(-1, NLAB)
+        out["t_first"] = t[out["t_first"]]  # the times of the paths' first nodes
+        out["t_last"] = t[out["end"]]
+        out["step"] = nstep[out["end"]]
+        return Contracted(**out)
+
+    def _contract_native(self, s: Searcher, pos: np.ndarray, cols: dict[str, list[Any]]) -> None:
+        """The searches from every interface in one call of ``_longest.contract``."""
+        assert _native is not None
+        ints, labs = _native.contract(
+            s.indptr,
+            s.order,
+            s.src,
+            s.dst,
+            s.w,
+            s.label,
+            s.stop,
+            NLAB,
+            np.ascontiguousarray(self.interfaces, dtype=np.int64),
+            np.ascontiguousarray(pos, dtype=np.int64),
+            s.dist,
+            s.pred,
+            s.lab,
+            s.origin,
+            s._indeg,
+            s._seen,
+            s._out,
+        )
+        rows = np.frombuffer(ints, dtype=np.int64).reshape(-1, 5)
+        cols["src"].append(rows[:, 0])
+        cols["dst"].append(rows[:, 1])
+        cols["end"].append(rows[:, 2])
+        cols["weight"].append(rows[:, 3])
+        cols["t_first"].append(rows[:, 4])
+        cols["by_label"].append(np.frombuffer(labs, dtype=np.int64).reshape(-1, NLAB))
+
+    def _contract_python(self, s: Searcher, pos: np.ndarray, add: Callable[..., None]) -> None:
+        """:meth:`_contract_native`'s edges, a search at a time."""
+        stop, dist, positions = self._stop, s.dist, pos
         for i, u in enumerate(self.interfaces.tolist()):
             nodes = s.run(u)
             is_stop = stop[nodes]
@@ -301,15 +347,6 @@ class Contraction:
             else:
                 ends = ends[ends != u]
                 add(i, positions[ends], ends)
-        if not cols["src"]:
-            z = np.zeros(0, dtype=np.int64)
-            return Contracted(z, z, z, np.zeros((0, NLAB), np.int64), z, z, z, z)
-        out = {k: np.concatenate(v).astype(np.int64) for k, v in cols.items() if v}
-        out["by_label"] = out["by_label"].reshape(-1, NLAB)
-        out["t_first"] = t[out["t_first"]]  # the times of the paths' first nodes
-        out["t_last"] = t[out["end"]]
-        out["step"] = nstep[out["end"]]
-        return Contracted(**out)
 
     def expand(self, edges: Sequence[tuple[int, int]], steps: bool = False) -> np.ndarray:
         """The rank graph's edges of contracted ``edges`` (in order, each as ``(its src: an
