@@ -85,7 +85,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser, mods = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    late = len(extra) == 1 and not extra[0].startswith("-")
+    if late and getattr(args, "query", "") is None:
+        # an optional positional after options (``sql PATH --format json "QUERY"``): argparse
+        # binds it before the options and leaves the query over
+        args.query, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return 2
@@ -112,3 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"opscope {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly, as a pipe's writer does
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141

@@ -24,8 +24,9 @@ def load(
     max_bytes: int | None = None,
     workers: int | None = None,
 ) -> Trace:
-    """Load a trace file, run folder, folder of per-rank traces or Neuron profile into a
-    :class:`Trace` (the formats: :mod:`opscope.trace.formats`).
+    """Load a trace file, run folder, folder of per-rank traces, glob pattern of rank files
+    (``ranks/*.json.gz``, when no such path exists) or Neuron profile into a :class:`Trace`
+    (the formats: :mod:`opscope.trace.formats`).
 
     ``cache=False`` neither reads nor writes the ingest cache.  ``max_bytes`` caps the
     decompressed size of each file (default: 16 GiB or ``$OPSCOPE_MAX_TRACE_BYTES``).
@@ -33,6 +34,11 @@ def load(
     Loading never runs another program and writes no file other than its cache's.
     """
     p = Path(path)
+    if any(c in str(path) for c in "*?[") and not p.exists():
+        from opscope.trace.formats.kineto_json import job_files, load_files
+
+        files, _folder = job_files(str(path))
+        return load_files(files, cache=cache, max_bytes=max_bytes, workers=workers)
     return formats.detect(p).load(p, cache=cache, max_bytes=max_bytes, workers=workers)
 
 
