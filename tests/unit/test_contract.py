@@ -13,7 +13,7 @@ import opscope
 from distjobs import write_nccl_job
 from opscope.analysis.critical import contract as con_mod
 from opscope.analysis.critical.contract import ANY, NLAB, Contraction, cut_nodes
-from opscope.analysis.critical.job import job_paths
+from opscope.analysis.critical.job import _prepare, join
 from opscope.analysis.critical.job_solve import (
     Chunk,
     RankSummary,
@@ -206,8 +206,8 @@ def test_the_job_path_has_the_joined_graphs_length(tmp_path: Any, world: int, la
     sec = report.extra["critical_path"]
     traces = {int(t.meta.ranks[0]): t for t in rank_traces(report.trace)}
     records, instances, _w, _c = _matched(report.ranks)
-    joined = job_paths(traces, records, instances).joined
-    assert joined is not None
+    _ranks, graphs, works = _prepare(traces, records, instances, None)
+    joined = join(traces, graphs, works)  # the ranks' graphs joined whole
     whole = solve(joined.graph)
     assert sec["length_us"] == round(whole.length_ns / 1000.0, 3)
     assert sec["bound_by_us"] == {k: round(v / 1000.0, 3) for k, v in whole.by_label.items()}

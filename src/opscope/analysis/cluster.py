@@ -3,11 +3,11 @@
 
 What runs where (``docs/scale.md``):
 
-* map, on the workers, four rounds, each task one rank's file: (1) :func:`read_rank`
-  ingests the file (through the worker's ingest cache) and sends back its metadata, row count
-  and time span, or why it cannot be read; (2) :func:`analyze_rank` analyses the rank exactly
-  as the local path does (its rows placed as the local job table places them: the same rank,
-  the same event ids, the job's metadata) and sends back its
+* map, on the workers, four rounds (a fifth below), each task one rank's file: (1)
+  :func:`read_rank` ingests the file (through the worker's ingest cache) and sends back its
+  metadata, row count and time span, or why it cannot be read; (2) :func:`analyze_rank`
+  analyses the rank exactly as the local path does (its rows placed as the local job table
+  places them: the same rank, the same event ids, the job's metadata) and sends back its
   :class:`~opscope.analysis.job.RankReport` (``to_dict()``), optionally writing its event
   table as Parquet (``store``); (3) :func:`rank_path` computes the rank's critical path with
   its waits from the job's matching, and its graph contracted for the job path
@@ -19,11 +19,11 @@ What runs where (``docs/scale.md``):
   code the local path runs).  No event reaches the coordinator, so its memory grows with
   ranks x (ops + collectives), not with events.
 
-The report is the local path's, with ``source.engine`` added, but for the job's own
-findings' ``step_savings_us`` (they solve the joined graph whole, which needs the events:
-null here, :data:`JOB_PATH_NOTE`).  A task whose worker dies is run again elsewhere
-(``retries``); a file that cannot be read is named in the report (``source.unreadable``, a
-warning, ``distributed.missing_ranks``), as on the local path.
+The report is the local path's, with ``source.engine`` added; the job's own findings'
+``step_savings_us`` take a fifth round (:func:`recontract_rank`: the ranks a fix touches,
+contracted again with it).  A task whose worker dies is run again elsewhere (``retries``); a
+file that cannot be read is named in the report (``source.unreadable``, a warning,
+``distributed.missing_ranks``), as on the local path.
 
 Dask is imported only here, and only when a cluster is asked for.
 """
@@ -42,16 +42,12 @@ from opscope.errors import OpscopeError, TraceError
 SCHEDULER_ENV = "OPSCOPE_DASK_SCHEDULER"
 CONNECT_TIMEOUT_S = 10.0
 RETRIES = 2
-JOB_PATH_NOTE = (
-    "a cluster run leaves the job findings' step_savings_us null: they solve the joined graph "
-    "whole, which needs every rank's events in one process"
-)
 # environment the trace reader reads its limits from: the coordinator's go with each task
 _LIMIT_ENV = ("OPSCOPE_MAX_TRACE_BYTES", "OPSCOPE_MAX_INFLATE")
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as ranks finish (``stage``: ``read``,
-``analyse``, ``critical path``, ``job path``)."""
+``analyse``, ``critical path``, ``job path``, ``findings``)."""
 
 
 class ClusterError(OpscopeError):
@@ -299,6 +295,27 @@ def expand_path(
     return [{"segments": list(c.segments), "top": c.top} for c in chunks]
 
 
+def recontract_rank(
+    task: dict[str, Any],
+    job_meta: dict[str, Any],
+    records: list[dict[str, Any]],
+    members: list[Member],
+    changes: list[dict[str, Any]],
+) -> list[dict[str, Any] | None]:
+    """Round 5, for the job's own findings' savings: the rank's summary with each of
+    ``changes`` made to its weights (:func:`opscope.analysis.critical.job.recontracted`)."""
+    from opscope.analysis.critical.contract import Contraction
+    from opscope.analysis.critical.job import job_weights, rank_joins, recontracted
+    from opscope.analysis.critical.job_solve import interface_nodes
+
+    trace, _graph, part, works = _rank_part(task, job_meta, records, members)
+    node_step = trace.index.step[part.row]
+    interfaces = interface_nodes(part, rank_joins(part, works))
+    con = Contraction(part, job_weights(part), node_step, interfaces)
+    got = recontracted(trace, part, con, records=records, works=works, changes=changes)
+    return [None if s is None else s.to_dict() for s in got]
+
+
 def write_events(events: Any, store: Path, rank: int) -> Path:
     """A rank's event table as ``<store>/rank<N>.parquet`` (written to a temporary name, then
     renamed: a retried task never leaves half a file)."""
@@ -464,6 +481,7 @@ def analyze_on_cluster(
         records, instances, _w, _c = rep._matched(parts)
         from opscope.analysis.collective_match import instance_members
         from opscope.analysis.critical.job import cycle_section
+        from opscope.analysis.critical.job_savings import Change, job_finding_savings
         from opscope.analysis.critical.job_solve import Chunk, RankSummary, Run, job_section
         from opscope.analysis.critical.longest import CycleError
 
@@ -502,31 +520,41 @@ def analyze_on_cluster(
                 for r, chunks in zip(order, got, strict=True)
             }
 
+        def recontract(asked: dict[int, list[Change]]) -> dict[int, list[RankSummary | None]]:
+            order = sorted(asked)
+            futures = [
+                client.submit(recontract_rank, *args(r), asked[r], retries=RETRIES, pure=False)
+                for r in order
+            ]
+            got = _gather(client, futures, "findings", progress)
+            return {
+                r: [None if d is None else RankSummary.from_dict(d) for d in summaries_of]
+                for r, summaries_of in zip(order, got, strict=True)
+            }
+
         job_path = None
-        if len(parts) > 1:
-            try:
-                job_path = job_section(summaries, instances, held, expand)
-            except CycleError as exc:
-                job_path = cycle_section(exc)
-    report = rep.merge(parts, window_steps=options.steps, run_info=run_info, unreadable=lost)
+        try:
+            job_path = job_section(summaries, instances, held, expand)
+        except CycleError as exc:
+            job_path = cycle_section(exc)
+        report = rep.merge(parts, window_steps=options.steps, run_info=run_info, unreadable=lost)
+        if job_path is not None and job_path.get("length_us") is not None:
+            rep.add_savings(
+                report,
+                lambda found: job_finding_savings(summaries, held, instances, found, recontract),
+            )
     if job_path is not None:
         report.extra["critical_path"] = job_path
     if report.job is not None:
         source_section = report.job["source"]
         source_section["warnings"] = list(meta.warnings)
         source_section["skipped"] = dict(meta.skipped)
-        source_section["engine"] = {
-            "name": "dask",
-            "workers": workers,
-            "scheduler": scheduler,
-            "notes": [JOB_PATH_NOTE],
-        }
+        source_section["engine"] = {"name": "dask", "workers": workers, "scheduler": scheduler}
     return report
 
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
-    "JOB_PATH_NOTE",
     "RETRIES",
     "SCHEDULER_ENV",
     "ClusterError",
@@ -538,5 +566,6 @@ __all__ = [
     "parse_scheduler",
     "rank_path",
     "read_rank",
+    "recontract_rank",
     "write_events",
 ]

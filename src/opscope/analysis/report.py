@@ -8,7 +8,7 @@ and its report is :func:`merge` of the rank reports, which needs no events.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
@@ -22,7 +22,6 @@ from opscope.analysis.collective_match import match_collectives, stragglers
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.critical import section as critical
 from opscope.analysis.critical.job import job_paths
-from opscope.analysis.critical.job_savings import job_finding_savings
 from opscope.analysis.critical.path import plain
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
@@ -418,6 +417,18 @@ def _analyze_rank(
     return report
 
 
+def add_savings(
+    report: Report, measure: Callable[[Sequence[Mapping[str, Any]]], list[float | None]]
+) -> None:
+    """The job's own findings' ``step_savings_us`` (``measure``: from the job path), and the
+    findings ranked again."""
+    saved = measure(report.findings)
+    for f, s in zip(report.findings, saved, strict=True):
+        if s is not None:
+            f["step_savings_us"] = s
+    report.findings = rerank(report.findings)
+
+
 def job_rank(
     trace: Trace,
     *,
@@ -493,12 +504,8 @@ def analyze(
     )
     if paths.job is not None:
         report.extra["critical_path"] = paths.job
-    if paths.joined is not None:  # the job's own findings, measured against the job path
-        saved = job_finding_savings(paths.joined, report.findings, by_rank, (records, instances))
-        for f, s in zip(report.findings, saved, strict=True):
-            if s is not None:
-                f["step_savings_us"] = s
-        report.findings = rerank(report.findings)
+    if paths.measure is not None:  # the job's own findings, measured against the job path
+        add_savings(report, paths.measure)
     if report.job is not None:  # what ingestion noticed is the whole trace's
         report.job["source"]["warnings"] = list(trace.meta.warnings)
         report.job["source"]["skipped"] = dict(trace.meta.skipped)

@@ -36,9 +36,6 @@ class Engine(TypedDict):
     """The cluster's workers when the job started."""
     scheduler: str
     """The scheduler's address (``local:N``: a cluster started for the run)."""
-    notes: NotRequired[list[str]]
-    """What a cluster run gives differently from the local path (the job findings'
-    ``step_savings_us``)."""
 
 
 class Source(_SourceBase):

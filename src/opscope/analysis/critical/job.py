@@ -16,7 +16,7 @@ The rank sections of a job are computed on the same graphs with the waits weight
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,12 @@ import numpy as np
 from opscope.analysis.collective_match import instance_members
 from opscope.analysis.critical.contract import Contraction
 from opscope.analysis.critical.graph import CPU, JOIN, NONE, SPLIT, THREAD, Graph
+from opscope.analysis.critical.job_savings import (
+    Change,
+    changed_weights,
+    collective_rows,
+    job_finding_savings,
+)
 from opscope.analysis.critical.job_solve import Chunk, RankSummary, Run, job_section, summarise
 from opscope.analysis.critical.longest import CycleError
 from opscope.analysis.critical.path import Path, Segments, pieces
@@ -209,11 +215,13 @@ def job_what_if(
 @dataclass(frozen=True)
 class JobPaths:
     """The job's path section (None for fewer than two ranks), each rank's own section, and
-    the joined graph the job section was solved on (None where there is none)."""
+    what measures the job's findings against the job path (``measure(findings)`` ->
+    ``step_savings_us`` of each, :func:`.job_savings.job_finding_savings`; None where there
+    is no job path)."""
 
     job: dict[str, Any] | None
     per_rank: dict[int, dict[str, Any]]
-    joined: Joined | None
+    measure: Callable[[Sequence[Mapping[str, Any]]], list[float | None]] | None
 
 
 def job_critical_path(
@@ -270,37 +278,75 @@ def expand_runs(
     return out
 
 
+def recontracted(
+    trace: Trace,
+    part: Graph,
+    contraction: Contraction,
+    *,
+    records: Sequence[Mapping[str, Any]],
+    works: Mapping[int, int],
+    changes: Sequence[Change],
+) -> list[RankSummary | None]:
+    """The rank's summary (the window only) with each of ``changes`` made to its weights
+    (None where one changes nothing), for the job findings' savings; ``works`` as
+    :func:`rank_summary` takes them."""
+    weight = job_weights(part)
+    node_step = np.asarray(trace.index.step[part.row], dtype=np.int64)
+    joins = rank_joins(part, works)
+    out: list[RankSummary | None] = []
+    for change in changes:
+        rows = None
+        if change["kind"] == "scale_comm":
+            rows = collective_rows(trace, records, change["collective"], change["pg"])
+        w = changed_weights(part, weight, contraction, change, rows)
+        out.append(None if w is None else summarise(part, w, node_step, joins, steps=False)[0])
+    return out
+
+
 def job_paths(
     traces: Mapping[int, Trace],
     records: Mapping[int, Sequence[Mapping[str, Any]]],
     instances: Sequence[Mapping[str, Any]],
     steps: tuple[int, int] | None = None,
 ) -> JobPaths:
-    """:func:`job_critical_path`, keeping the joined graph (for what-ifs and the job's
-    findings' savings, :mod:`.job_savings`).  The job section is solved from the ranks'
-    contractions (:mod:`.job_solve`), as a cluster run solves it."""
+    """:func:`job_critical_path`, with what measures the job's findings against the job path.
+    The job section is solved from the ranks' contractions (:mod:`.job_solve`), as a cluster
+    run solves it."""
     ranks, graphs, works = _prepare(traces, records, instances, steps)
     per_rank = {r: section(traces[r], g) for r, g in zip(ranks, graphs, strict=True)}
     if len(ranks) < 2:
         return JobPaths(None, per_rank, None)
-    joined = join(traces, graphs, works)
     summaries: list[RankSummary] = []
     held: dict[int, tuple[Graph, Contraction]] = {}
-    for part in joined.parts:
-        mine = {k: got[part.rank] for k, got in enumerate(works) if part.rank in got}
-        summary, con = rank_summary(traces[part.rank], part, mine)
+    mine: dict[int, dict[int, int]] = {}
+    for gr in graphs:
+        part = _untraced_weighed(traces[gr.rank], gr)
+        mine[part.rank] = {k: got[part.rank] for k, got in enumerate(works) if part.rank in got}
+        summary, con = rank_summary(traces[part.rank], part, mine[part.rank])
         summaries.append(summary)
         held[part.rank] = (part, con)
 
     def expand(asked: dict[int, list[Run]]) -> dict[int, list[Chunk]]:
         return {r: expand_runs(traces[r], *held[r], runs) for r, runs in asked.items()}
 
+    def recontract(asked: dict[int, list[Change]]) -> dict[int, list[RankSummary | None]]:
+        return {
+            r: recontracted(
+                traces[r], *held[r], records=records.get(r, ()), works=mine[r], changes=changes
+            )
+            for r, changes in asked.items()
+        }
+
     members = [list(got) for got in works]
     try:
         section_ = job_section(summaries, instances, members, expand)
     except CycleError as exc:
         return JobPaths(cycle_section(exc), per_rank, None)
-    return JobPaths(section_, per_rank, joined)
+
+    def measure(findings: Sequence[Mapping[str, Any]]) -> list[float | None]:
+        return job_finding_savings(summaries, members, instances, findings, recontract)
+
+    return JobPaths(section_, per_rank, measure)
 
 
 def cycle_section(exc: CycleError) -> dict[str, Any]:
@@ -360,4 +406,5 @@ __all__ = [
     "joined_weights",
     "rank_joins",
     "rank_summary",
+    "recontracted",
 ]

@@ -2,13 +2,16 @@
 
 A rank's findings are measured against that rank's path (:func:`.section.finding_savings`).
 The job's findings (``straggler``, ``load_imbalance``, ``comm_bandwidth``) name no events:
-each is measured by projecting its fix onto the joined graph of the ranks
-(:func:`.job.join`) and taking how much shorter the job path gets, capped by the finding's
-``time_at_stake_us``:
+each is measured by projecting its fix onto the ranks it touches and solving the job path
+again, capped by the finding's ``time_at_stake_us``.  The job path is solved from the ranks'
+contractions (:mod:`.job_solve`), so a fix is a change of a rank's weights
+(:func:`changed_weights`, run where the rank's events are: in this process, or on a cluster's
+workers), after which that rank is contracted again:
 
 * ``straggler`` (rank R): R arrives at each collective it was last at as early as the
   second-latest rank did - that lateness (the smallest wait of the other ranks) is taken off
-  R's pieces on the longest path to its arrival, the latest pieces first;
+  R's pieces on the job path's longest path to its arrival, the latest pieces first, as far
+  back as that path stays on R;
 * ``load_imbalance`` (rank R, the most compute): R's compute computes as fast as the median
   rank's - its compute pieces (``gpu_compute``; ``cpu`` where the device is the host) scaled
   by median / R's compute;
@@ -21,146 +24,203 @@ A finding whose fix the graph cannot express keeps ``step_savings_us`` null.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opscope.analysis.critical.graph import JOIN
-from opscope.analysis.critical.longest import longest_paths
+from opscope.analysis.critical.contract import ANY
+from opscope.analysis.critical.job_solve import RankSummary, arrival_preds, window_length
 from opscope.analysis.critical.model import COMPUTE, CPU
-from opscope.analysis.critical.path import solve
 
 if TYPE_CHECKING:
-    from opscope.analysis.critical.job import Joined
+    from opscope.analysis.critical.contract import Contraction
+    from opscope.analysis.critical.model import Graph
     from opscope.trace.model import Trace
 
 JOB_KINDS = frozenset({"straggler", "load_imbalance", "comm_bandwidth"})
 
-
-def _rank_edges(joined: Joined, rank: int) -> np.ndarray:
-    g = joined.graph
-    return np.asarray(joined.node_rank[g.src] == rank)
-
-
-def _straggler(
-    joined: Joined, weight: np.ndarray, rank: int, instances: Sequence[Mapping[str, Any]]
-) -> int | None:
-    g = joined.graph
-    _dist, pred = longest_paths(g.src, g.dst, weight, g.n_nodes)
-    w = weight.copy()
-    mine = np.flatnonzero((g.kind == JOIN) & _rank_edges(joined, rank))
-    by_barrier = {int(g.dst[e]): int(g.src[e]) for e in mine.tolist()}
-    on_rank = _rank_edges(joined, rank)
-    changed = False
-    for j, k in enumerate(joined.barrier_inst):
-        inst = instances[k]
-        arrival = by_barrier.get(joined.first_barrier + j)
-        if arrival is None or inst.get("last_rank") != rank:
-            continue
-        others = [
-            float(v or 0.0) for r, v in (inst.get("wait_us") or {}).items() if str(r) != str(rank)
-        ]
-        late = round(min(others) * 1000.0) if others else 0
-        # take the lateness off R's pieces leading to its arrival, the latest first (walked
-        # back from the arrival only as far as it goes: a whole path per collective would
-        # cost collectives x path length)
-        e = int(pred[arrival])
-        while e >= 0 and late > 0 and on_rank[e]:
-            cut = min(late, int(w[e]))
-            w[e] -= cut
-            late -= cut
-            changed = changed or cut > 0
-            e = int(pred[int(g.src[e])])
-    return solve(g, w).length_ns if changed else None
+Change = dict[str, Any]
+"""A fix projected onto one rank: ``{"kind": "scale_compute", "factor"}``, ``{"kind":
+"scale_comm", "collective", "pg", "factor"}`` or ``{"kind": "cut", "preds", "arrivals"}``
+(``preds``: per interface of the rank, the job path's last edge into it when it is the
+rank's own, see :func:`~.job_solve.arrival_preds`; ``arrivals``: ``(interface, lateness
+ns)`` in the collectives' order)."""
+Recontract = Callable[[dict[int, list[Change]]], dict[int, list[RankSummary | None]]]
+"""``recontract({rank: changes})`` -> ``{rank: [the rank's summary with each change made, or
+None where it changes nothing]}``."""
 
 
-def _scaled(joined: Joined, weight: np.ndarray, sel: np.ndarray, factor: float) -> int:
-    w = np.where(sel, np.rint(weight * factor), weight).astype(np.int64)
-    return solve(joined.graph, w).length_ns
-
-
-def _load_imbalance(joined: Joined, weight: np.ndarray, f: Mapping[str, Any]) -> int | None:
-    details = f.get("details") or {}
-    rank, median = details.get("rank"), details.get("median_us")
-    mine = (details.get("compute_us") or {}).get(str(rank))
-    if rank is None or not median or not mine:
-        return None
-    g = joined.graph
-    on_rank = _rank_edges(joined, int(rank))
-    sel = on_rank & (g.label == COMPUTE)
-    if not (sel & (weight > 0)).any():
-        sel = on_rank & (g.label == CPU)  # a CPU trace: its compute is host time
-    return _scaled(joined, weight, sel, float(median) / float(mine))
-
-
-def _comm_bandwidth(
-    joined: Joined,
+def changed_weights(
+    part: Graph,
     weight: np.ndarray,
+    contraction: Contraction,
+    change: Change,
+    comm_rows: np.ndarray | None = None,
+) -> np.ndarray | None:
+    """The rank's job weights (``weight``) with ``change`` made, or None where it changes
+    nothing; ``comm_rows``: the rows of the collective's device work (``scale_comm``)."""
+    kind = change["kind"]
+    if kind == "scale_compute":
+        sel = part.label == COMPUTE
+        if not (sel & (weight > 0)).any():
+            sel = part.label == CPU  # a CPU trace: its compute is host time
+        return _scaled(weight, sel, float(change["factor"]))
+    if kind == "scale_comm":
+        if comm_rows is None or not len(comm_rows):
+            return None
+        sel = np.isin(part.edge_row, comm_rows)
+        return _scaled(weight, sel, float(change["factor"])) if sel.any() else None
+    if kind == "cut":
+        return _cut(weight, contraction, change["preds"], change["arrivals"])
+    raise ValueError(f"unknown change {kind!r}")
+
+
+def _scaled(weight: np.ndarray, sel: np.ndarray, factor: float) -> np.ndarray:
+    out: np.ndarray = np.where(sel, np.rint(weight * factor), weight).astype(np.int64)
+    return out
+
+
+def _cut(
+    weight: np.ndarray,
+    contraction: Contraction,
+    preds: Sequence[Sequence[int] | None],
+    arrivals: Sequence[Sequence[int]],
+) -> np.ndarray | None:
+    """The lateness of each arrival taken off the pieces before it, the latest first, along
+    the job path's edges into it for as long as they are the rank's own (each contracted edge
+    expanded only when the cut reaches it)."""
+    w = weight.copy()
+    expanded: dict[int, np.ndarray] = {}
+    changed = False
+    for at, late_ns in arrivals:
+        late, pos = int(late_ns), int(at)
+        while late > 0 and pos != ANY and preds[pos] is not None:
+            pred = preds[pos]
+            assert pred is not None
+            if pos not in expanded:
+                expanded[pos] = contraction.expand([(int(pred[0]), int(pred[1]))])
+            for e in expanded[pos][::-1].tolist():
+                if late <= 0:
+                    break
+                cut = min(late, int(w[e]))
+                w[e] -= cut
+                late -= cut
+                changed = changed or cut > 0
+            pos = int(pred[0])
+    return w if changed else None
+
+
+def collective_rows(
+    trace: Trace, records: Sequence[Mapping[str, Any]], name: Any, pg: Any
+) -> np.ndarray:
+    """The rows of the device work of a rank's collectives called ``name`` in group ``pg``."""
+    ids = [
+        int(w)
+        for r in records
+        if r.get("name") == name and r.get("pg") == pg
+        for w in (r.get("work_event_ids") or [])
+    ]
+    if not ids:
+        return np.zeros(0, dtype=np.int64)
+    rows = trace.index.rows_of(np.asarray(ids, dtype=np.int64))
+    out: np.ndarray = rows[rows >= 0]
+    return out
+
+
+def _changes(
     f: Mapping[str, Any],
-    traces: Mapping[int, Trace],
-    records: Mapping[int, Sequence[Mapping[str, Any]]],
-) -> int | None:
-    details = f.get("details") or {}
+    summaries: Sequence[RankSummary],
+    members: Sequence[Sequence[int]],
+    instances: Sequence[Mapping[str, Any]],
+) -> dict[int, Change] | None:
+    """The finding's fix as a change per rank it touches (None: not expressible)."""
+    kind, details = f.get("kind"), f.get("details") or {}
+    if kind == "straggler":
+        rank = details.get("rank")
+        if rank is None:
+            return None
+        preds, arrival_of = arrival_preds(summaries, members, int(rank))
+        arrivals = []
+        for k in sorted(arrival_of):
+            inst = instances[k]
+            if inst.get("last_rank") != int(rank):
+                continue
+            others = [
+                float(v or 0.0)
+                for r, v in (inst.get("wait_us") or {}).items()
+                if str(r) != str(rank)
+            ]
+            late = round(min(others) * 1000.0) if others else 0
+            arrivals.append((arrival_of[k], late))
+        if not arrivals:
+            return None
+        return {int(rank): {"kind": "cut", "preds": preds, "arrivals": arrivals}}
+    if kind == "load_imbalance":
+        rank, median = details.get("rank"), details.get("median_us")
+        mine = (details.get("compute_us") or {}).get(str(rank))
+        if rank is None or not median or not mine:
+            return None
+        return {int(rank): {"kind": "scale_compute", "factor": float(median) / float(mine)}}
     name, time_us = details.get("collective"), details.get("time_us")
-    at_stake = float(f.get("time_at_stake_us") or 0.0)
     if not name or not time_us:
         return None
-    g = joined.graph
-    sel = np.zeros(g.n_edges, dtype=bool)
-    for i, part in enumerate(joined.parts):
-        recs = records.get(part.rank, ())
-        ids = [
-            int(w)
-            for r in recs
-            if r.get("name") == name and r.get("pg") == details.get("pg")
-            for w in (r.get("work_event_ids") or [])
-        ]
-        if not ids:
-            continue
-        rows = traces[part.rank].index.rows_of(np.asarray(ids, dtype=np.int64))
-        lo, hi = int(joined.offsets[i]), int(joined.offsets[i + 1])
-        on_rank = (joined.node_rank[g.src] == part.rank) & (g.src >= lo) & (g.src < hi)
-        sel |= on_rank & np.isin(g.edge_row, rows[rows >= 0])
-    if not sel.any():
-        return None
+    at_stake = float(f.get("time_at_stake_us") or 0.0)
     factor = max(0.0, 1.0 - at_stake / float(time_us))
-    return _scaled(joined, weight, sel, factor)
+    change = {"kind": "scale_comm", "collective": name, "pg": details.get("pg"), "factor": factor}
+    return {s.rank: dict(change) for s in summaries}
 
 
 def job_finding_savings(
-    joined: Joined,
+    summaries: Sequence[RankSummary],
+    members: Sequence[Sequence[int]],
+    instances: Sequence[Mapping[str, Any]],
     findings: Sequence[Mapping[str, Any]],
-    traces: Mapping[int, Trace],
-    matched: tuple[Mapping[int, Sequence[Mapping[str, Any]]], Sequence[Mapping[str, Any]]],
+    recontract: Recontract,
 ) -> list[float | None]:
     """``step_savings_us`` of each of ``findings`` (None where it is not a job finding, or
-    its fix cannot be projected; see the module docstring).  ``matched``: the ranks'
-    collective records and their matched instances, as the job path was joined with."""
-    records, instances = matched
-    g = joined.graph
-    weight = g.weight
-    base = solve(g).length_ns
-    out: list[float | None] = []
+    its fix cannot be projected; see the module docstring): ``summaries`` and ``members`` as
+    the job path was solved with, ``recontract`` where the ranks' events are."""
+    asked: dict[int, list[Change]] = {}
+    plans: list[dict[int, int] | None] = []  # per finding: {rank: its change's position}
     for f in findings:
-        kind = f.get("kind")
-        projected: int | None = None
-        if kind not in JOB_KINDS or f.get("rank") is not None:
+        if f.get("kind") not in JOB_KINDS or f.get("rank") is not None:
+            plans.append(None)
+            continue
+        changes = _changes(f, summaries, members, instances)
+        if not changes:
+            plans.append(None)
+            continue
+        plan = {}
+        for rank, change in changes.items():
+            plan[rank] = len(asked.setdefault(rank, []))
+            asked[rank].append(change)
+        plans.append(plan)
+    if not asked:
+        return [None] * len(findings)
+    got = recontract(asked)
+    base = window_length(summaries, members)
+    out: list[float | None] = []
+    for f, asks in zip(findings, plans, strict=True):
+        new: dict[int, RankSummary] = {}
+        for r, i in (asks or {}).items():
+            summary = got[r][i]
+            if summary is not None:
+                new[r] = summary
+        if not new:
             out.append(None)
             continue
-        if kind == "straggler":
-            rank = (f.get("details") or {}).get("rank")
-            projected = None if rank is None else _straggler(joined, weight, int(rank), instances)
-        elif kind == "load_imbalance":
-            projected = _load_imbalance(joined, weight, f)
-        else:
-            projected = _comm_bandwidth(joined, weight, f, traces, records)
-        if projected is None:
-            out.append(None)
-            continue
+        projected = window_length([new.get(s.rank, s) for s in summaries], members)
         saved_us = max(0, base - projected) / 1000.0
         out.append(round(min(float(f.get("time_at_stake_us") or 0.0), saved_us), 3))
     return out
 
 
-__all__ = ["JOB_KINDS", "job_finding_savings"]
+__all__ = [
+    "JOB_KINDS",
+    "Change",
+    "Recontract",
+    "changed_weights",
+    "collective_rows",
+    "job_finding_savings",
+]

@@ -77,11 +77,17 @@ def interface_nodes(part: Graph, joins: Mapping[int, tuple[int, int]]) -> np.nda
 
 
 def summarise(
-    part: Graph, weight: np.ndarray, node_step: np.ndarray, joins: Mapping[int, tuple[int, int]]
+    part: Graph,
+    weight: np.ndarray,
+    node_step: np.ndarray,
+    joins: Mapping[int, tuple[int, int]],
+    *,
+    steps: bool = True,
 ) -> tuple[RankSummary, Contraction]:
     """A rank's summary and the contraction behind it (kept for :meth:`Contraction.expand`):
     ``part`` is the rank's graph as the job weighs it (``weight``), ``joins`` each matched
-    instance's ``(arrival node, mid node)``."""
+    instance's ``(arrival node, mid node)``; ``steps=False`` leaves the steps' edges out (a
+    what-if needs the window only)."""
     interfaces = interface_nodes(part, joins)
     con = Contraction(part, weight, node_step, interfaces)
     pos = {int(n): i for i, n in enumerate(interfaces.tolist())}
@@ -93,9 +99,14 @@ def summarise(
         step=node_step[interfaces].astype(np.int64),
         joins={int(k): (pos[int(a)], pos[int(m)]) for k, (a, m) in joins.items()},
         full=con.contract(steps=False),
-        steps=con.contract(steps=True),
+        steps=con.contract(steps=True) if steps else _no_edges(),
     )
     return summary, con
+
+
+def _no_edges() -> Contracted:
+    z = np.zeros(0, dtype=np.int64)
+    return Contracted(z, z, z, np.zeros((0, NLAB), np.int64), z, z, z, z)
 
 
 @dataclass
@@ -242,6 +253,44 @@ def _step_paths(j: _Joined) -> dict[int, _Path]:
     }
 
 
+def window_length(summaries: Sequence[RankSummary], members: Sequence[Sequence[int]]) -> int:
+    """The job path's length (ns) over the window, from the summaries."""
+    return _solve(_joined(sorted(summaries, key=lambda s: s.rank), members, steps=False)).length_ns
+
+
+def arrival_preds(
+    summaries: Sequence[RankSummary], members: Sequence[Sequence[int]], rank: int
+) -> tuple[list[tuple[int, int] | None], dict[int, int]]:
+    """For ``rank``, the job path's last edge into each of its interfaces when it is one of
+    the rank's own contracted edges (as ``(src, end)``, what
+    :meth:`~opscope.analysis.critical.contract.Contraction.expand` takes), else None; and each
+    instance's barrier: ``{instance: rank's arrival interface}`` for the instances joined."""
+    summaries = sorted(summaries, key=lambda s: s.rank)
+    whole = _joined(summaries, members, steps=False)
+    _dist, pred = longest_paths(whole.src, whole.dst, whole.weight, len(whole.time))
+    base = 0
+    mine: RankSummary | None = None
+    for s in summaries:
+        if s.rank == rank:
+            mine = s
+            break
+        c = s.full
+        base += len(s.time) + int((c.src == ANY).sum()) + int((c.dst == ANY).sum())
+    if mine is None:
+        return [], {}
+    c = mine.full
+    out: list[tuple[int, int] | None] = []
+    for i in range(len(mine.time)):
+        e = int(pred[base + i])
+        if e >= 0 and int(whole.owner[e]) == rank:
+            k = int(whole.local[e])
+            out.append((int(c.src[k]), int(c.end[k])))
+        else:
+            out.append(None)
+    joined = set(whole.barrier_inst)
+    return out, {k: a for k, (a, _m) in mine.joins.items() if k in joined}
+
+
 @dataclass(frozen=True)
 class Chunk:
     """One run of the path on one rank, expanded: its ``segments`` (the report's dicts, or
@@ -377,4 +426,14 @@ def job_section(
     }
 
 
-__all__ = ["Chunk", "Expand", "RankSummary", "Run", "interface_nodes", "job_section", "summarise"]
+__all__ = [
+    "Chunk",
+    "Expand",
+    "RankSummary",
+    "Run",
+    "arrival_preds",
+    "interface_nodes",
+    "job_section",
+    "summarise",
+    "window_length",
+]
