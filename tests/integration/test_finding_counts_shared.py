@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from conftest import shared_trace
 from opscope import analyze
 
 CALLS = re.compile(r"(?<![\w.])(\d+) calls?\b")
@@ -111,8 +110,8 @@ def test_the_check_sees_a_count_of_another_unit() -> None:
 
 
 @pytest.mark.parametrize("relative", TRACES)
-def test_finding_counts_agree_with_the_tables(relative: str) -> None:
-    doc = analyze(shared_trace(relative), roofline=False).to_dict()
+def test_finding_counts_agree_with_the_tables(relative: str, shared: Any) -> None:
+    doc = analyze(shared(relative), roofline=False).to_dict()
     assert doc["findings"], "a trace with findings to check"
     problems = count_problems(doc)
     assert not problems, f"{relative}:\n" + "\n".join(problems)
