@@ -12,7 +12,7 @@ import pytest
 import opscope
 from distjobs import write_nccl_job
 from opscope.analysis.critical import contract as con_mod
-from opscope.analysis.critical.contract import ANY, NLAB, Contraction, cut_nodes
+from opscope.analysis.critical.contract import ANY, NLAB, Contracted, Contraction, cut_nodes
 from opscope.analysis.critical.job import _prepare, join
 from opscope.analysis.critical.job_solve import (
     Chunk,
@@ -216,3 +216,16 @@ def test_the_job_path_has_the_joined_graphs_length(tmp_path: Any, world: int, la
         round(p.length_ns / 1000.0, 3) for _s, p in sorted(per_step.items())
     ]
     assert round(sum(s["dur_us"] for s in sec["segments"]), 3) == sec["length_us"]
+
+
+def test_contracted_columns_travel_narrow_and_come_back_exact() -> None:
+    g = random_graph(3)
+    con = Contraction(g, g.weight * 10_000_000, np.zeros(g.n_nodes, np.int64), np.asarray([5, 9]))
+    c = con.contract(steps=False)
+    sent = c.to_dict()
+    assert sent["src"].dtype == np.int32  # small values: half the bytes
+    assert int(c.weight.max()) > np.iinfo(np.int32).max and sent["weight"].dtype == np.int64
+    back = Contracted.from_dict(sent)
+    for k, v in c.to_dict().items():
+        assert np.array_equal(np.asarray(v, dtype=np.int64), getattr(back, k)), k
+        assert getattr(back, k).dtype == np.int64
