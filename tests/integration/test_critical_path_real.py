@@ -159,6 +159,9 @@ def test_job_what_if_removes_the_slow_ranks_delay(slow_job: Path) -> None:
     assert answer["saved_us"] >= 0.8 * ACTIVE * DELAY_S * 1e6
     assert answer["projected_us"] < answer["length_us"]
     assert {r["rank"] for r in answer["ranks"]} == {0, 1}
+    # the projected path's time per rank is its projected weight (it was the weights before
+    # the change: their sum exceeded the projected length)
+    assert sum(answer["by_rank_us"].values()) == pytest.approx(answer["projected_us"], abs=0.01)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import opscope
 from distjobs import write_nccl_job
 from opscope.analysis.critical import contract as con_mod
 from opscope.analysis.critical.contract import ANY, NLAB, Contracted, Contraction, cut_nodes
-from opscope.analysis.critical.job import _prepare, join
+from opscope.analysis.critical.job import _prepare, _untraced_weighed, rank_joins
 from opscope.analysis.critical.job_solve import (
     Chunk,
     RankSummary,
@@ -24,7 +24,7 @@ from opscope.analysis.critical.job_solve import (
     summarise,
 )
 from opscope.analysis.critical.longest import longest_paths
-from opscope.analysis.critical.model import STREAM, THREAD, Graph
+from opscope.analysis.critical.model import JOIN, SPLIT, STREAM, THREAD, Graph
 from opscope.analysis.critical.path import solve, step_paths
 from opscope.analysis.report import _matched, rank_traces
 
@@ -197,6 +197,51 @@ def test_job_section_joins_two_ranks_through_the_late_arrival() -> None:
     assert back.joins == summaries[1].joins and np.array_equal(back.full.end, summaries[1].full.end)
 
 
+def joined_whole(traces: Any, graphs: list[Graph], works: list[dict[int, int]]) -> Any:
+    """The reference the contractions are held to: the ranks' graphs side by side in one
+    graph, a barrier per instance two or more ranks hold (each member's arrival -> the
+    barrier -> each member's mid), the waits weighing nothing; and each node's step."""
+    parts = [_untraced_weighed(traces[g.rank], g) for g in graphs]
+    offs = np.cumsum([0] + [p.n_nodes for p in parts])
+    src, dst = [], []
+    n = int(offs[-1])
+    barrier_step = []
+    own = np.concatenate(
+        [np.asarray(traces[p.rank].index.step[p.row], dtype=np.int64) for p in parts]
+    )
+    for k in range(len(works)):
+        mem = []
+        for i, p in enumerate(parts):
+            row = works[k].get(p.rank)
+            joins = rank_joins(p, {k: row} if row is not None else {})
+            if k in joins:
+                mem.append((joins[k][0] + offs[i], joins[k][1] + offs[i]))
+        if len(mem) < 2:
+            continue
+        b = n + len(barrier_step)
+        barrier_step.append(own[mem[0][0]])
+        for a, m in mem:
+            src += [a, b]
+            dst += [b, m]
+    nb, ne = len(barrier_step), len(src)
+    cat = np.concatenate
+    graph = Graph(
+        time=cat([*[p.time for p in parts], np.zeros(nb, np.int64)]),
+        row=cat([*[p.row for p in parts], np.full(nb, -1, np.int64)]),
+        role=cat([*[p.role for p in parts], np.full(nb, 3, np.int8)]),
+        src=cat([*[p.src + o for p, o in zip(parts, offs, strict=False)], np.asarray(src)]),
+        dst=cat([*[p.dst + o for p, o in zip(parts, offs, strict=False)], np.asarray(dst)]),
+        weight=cat(
+            [*[np.where(p.kind == SPLIT, 0, p.weight) for p in parts], np.zeros(ne, np.int64)]
+        ),
+        label=cat([*[p.label for p in parts], np.full(ne, -1, np.int64)]),
+        edge_row=cat([*[p.edge_row for p in parts], np.full(ne, -1, np.int64)]),
+        kind=cat([*[p.kind for p in parts], np.full(ne, JOIN, np.int64)]),
+        rank=-1,
+    )
+    return graph, cat([own, np.asarray(barrier_step, np.int64)]).astype(np.int64)
+
+
 @pytest.mark.parametrize(("world", "late"), [(2, None), (3, 1), (4, 2)])
 def test_the_job_path_has_the_joined_graphs_length(tmp_path: Any, world: int, late: Any) -> None:
     """The job section (solved from the contractions) against the joined graph solved whole."""
@@ -207,11 +252,11 @@ def test_the_job_path_has_the_joined_graphs_length(tmp_path: Any, world: int, la
     traces = {int(t.meta.ranks[0]): t for t in rank_traces(report.trace)}
     records, instances, _w, _c = _matched(report.ranks)
     _ranks, graphs, works = _prepare(traces, records, instances, None)
-    joined = join(traces, graphs, works)  # the ranks' graphs joined whole
-    whole = solve(joined.graph)
+    joined, node_step = joined_whole(traces, graphs, works)
+    whole = solve(joined)
     assert sec["length_us"] == round(whole.length_ns / 1000.0, 3)
     assert sec["bound_by_us"] == {k: round(v / 1000.0, 3) for k, v in whole.by_label.items()}
-    per_step = step_paths(joined.graph, joined.node_step)
+    per_step = step_paths(joined, node_step)
     assert [s["length_us"] for s in sec["steps"]] == [
         round(p.length_ns / 1000.0, 3) for _s, p in sorted(per_step.items())
     ]

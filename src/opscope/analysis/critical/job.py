@@ -10,6 +10,11 @@ the rank that arrived last and jumps from it to the transfer (a ``jumps`` entry)
 through the others' waits.  Times stay on each rank's clock: the join edges carry no time, so
 no clock alignment enters the length.
 
+The joined graph is never built whole: each rank's graph is contracted to the nodes the join
+touches (:mod:`.contract`) and the contractions are joined and solved (:mod:`.job_solve`),
+here or on a cluster; the path's pieces, the job findings' savings (:mod:`.job_savings`) and
+what-ifs come from the same contractions.
+
 The rank sections of a job are computed on the same graphs with the waits weighted
 (``wait_for_peer``), since a rank alone cannot see past its wait.
 """
@@ -24,20 +29,26 @@ import numpy as np
 
 from opscope.analysis.collective_match import instance_members
 from opscope.analysis.critical.contract import Contraction
-from opscope.analysis.critical.graph import CPU, JOIN, NONE, SPLIT, THREAD, Graph
+from opscope.analysis.critical.graph import CPU, NONE, SPLIT, THREAD, Graph
 from opscope.analysis.critical.job_savings import (
     Change,
     changed_weights,
     collective_rows,
     job_finding_savings,
 )
-from opscope.analysis.critical.job_solve import Chunk, RankSummary, Run, job_section, summarise
+from opscope.analysis.critical.job_solve import (
+    Chunk,
+    RankSummary,
+    Run,
+    job_projection,
+    job_section,
+    summarise,
+)
 from opscope.analysis.critical.longest import CycleError
 from opscope.analysis.critical.path import Path, Segments, pieces
 from opscope.analysis.critical.section import (
     _us,
     parse_what_if,
-    projection,
     rank_graph,
     scaled_weights,
     section,
@@ -83,104 +94,6 @@ def _waits(
     return waits, works
 
 
-def _concat(graphs: Sequence[Graph]) -> tuple[Graph, np.ndarray, np.ndarray]:
-    """One graph of several (node ids offset); the rank of each node and each graph's first
-    node."""
-    offs = np.cumsum([0] + [g.n_nodes for g in graphs])
-    g = Graph(
-        time=np.concatenate([x.time for x in graphs]),
-        row=np.concatenate([x.row for x in graphs]),
-        role=np.concatenate([x.role for x in graphs]),
-        src=np.concatenate([x.src + o for x, o in zip(graphs, offs, strict=False)]),
-        dst=np.concatenate([x.dst + o for x, o in zip(graphs, offs, strict=False)]),
-        weight=np.concatenate([x.weight for x in graphs]),
-        label=np.concatenate([x.label for x in graphs]),
-        edge_row=np.concatenate([x.edge_row for x in graphs]),
-        kind=np.concatenate([x.kind for x in graphs]),
-        rank=-1,
-    )
-    ranks = np.concatenate([np.full(x.n_nodes, x.rank, dtype=np.int64) for x in graphs])
-    return g, ranks, offs
-
-
-@dataclass(frozen=True)
-class Joined:
-    """The ranks' graphs joined: ``graph`` (barrier nodes after the ranks' nodes, from
-    ``first_barrier`` on), each node's rank and step, the instance of each barrier, and the
-    ranks' own graphs (untraced step-loop time weighed) with their node offsets."""
-
-    graph: Graph
-    node_rank: np.ndarray
-    node_step: np.ndarray
-    barrier_inst: list[int]
-    first_barrier: int
-    parts: list[Graph]
-    offsets: np.ndarray
-
-
-def join(
-    traces: Mapping[int, Trace], graphs: Sequence[Graph], works: Sequence[Mapping[int, int]]
-) -> Joined:
-    """One graph of the ranks' graphs, joined at every instance that two or more of them
-    hold (``works``: per instance, ``{rank: row of its first work}``)."""
-    parts = [_untraced_weighed(traces[gr.rank], gr) for gr in graphs]
-    g, node_rank, offs = _concat(parts)
-    mids: dict[tuple[int, int], int] = {}
-    starts: dict[tuple[int, int], int] = {}
-    for i, gr in enumerate(graphs):
-        for node in np.flatnonzero(gr.role == 2).tolist():
-            mids[(gr.rank, int(gr.row[node]))] = int(node + offs[i])
-    for i, gr in enumerate(graphs):
-        wanted = {row for (rk, row) in mids if rk == gr.rank}
-        first = np.flatnonzero((gr.role == 0) & np.isin(gr.row, list(wanted)))
-        for node, row in zip(first.tolist(), gr.row[first].tolist(), strict=True):
-            starts.setdefault((gr.rank, row), int(node + offs[i]))
-    src: list[int] = []
-    dst: list[int] = []
-    barrier_inst: list[int] = []
-    barrier_first: list[int] = []
-    n = g.n_nodes
-    for k, got in enumerate(works):
-        mem = [(r, row) for r, row in got.items() if (r, row) in mids and (r, row) in starts]
-        if len(mem) < 2:
-            continue
-        b = n + len(barrier_inst)
-        barrier_inst.append(k)
-        barrier_first.append(starts[mem[0]])
-        for key in mem:
-            src += [starts[key], b]
-            dst += [b, mids[key]]
-    nb, ne = len(barrier_inst), len(src)
-    job = Graph(
-        time=np.concatenate([g.time, np.zeros(nb, dtype=np.int64)]),
-        row=np.concatenate([g.row, np.full(nb, -1, dtype=np.int64)]),
-        role=np.concatenate([g.role, np.full(nb, 3, dtype=np.int8)]),
-        src=np.concatenate([g.src, np.asarray(src, dtype=np.int64)]),
-        dst=np.concatenate([g.dst, np.asarray(dst, dtype=np.int64)]),
-        weight=np.concatenate([np.where(g.kind == SPLIT, 0, g.weight), np.zeros(ne, np.int64)]),
-        label=np.concatenate([g.label, np.full(ne, NONE, dtype=np.int64)]),
-        edge_row=np.concatenate([g.edge_row, np.full(ne, -1, dtype=np.int64)]),
-        kind=np.concatenate([g.kind, np.full(ne, JOIN, dtype=np.int64)]),
-        rank=-1,
-    )
-    node_rank = np.concatenate([node_rank, np.full(nb, -1, dtype=np.int64)])
-    # node steps: each rank's own; a barrier takes the step of its first member's arrival
-    own = np.concatenate(
-        [np.asarray(traces[gr.rank].index.step[gr.row], dtype=np.int64) for gr in graphs]
-    )
-    node_step = np.concatenate([own, own[np.asarray(barrier_first, dtype=np.int64)]])
-    return Joined(job, node_rank, node_step, barrier_inst, n, parts, offs)
-
-
-def joined_weights(
-    traces: Mapping[int, Trace], joined: Joined, changes: Sequence[tuple[str, float]]
-) -> np.ndarray:
-    """The joined graph's weights with a what-if's changes applied on every rank."""
-    per = [scaled_weights(traces[p.rank].index, p, changes) for p in joined.parts]
-    w = np.concatenate([*per, np.zeros(joined.graph.n_edges - sum(len(x) for x in per), np.int64)])
-    return np.where(joined.graph.kind == SPLIT, 0, w)
-
-
 def _prepare(
     traces: Mapping[int, Trace],
     records: Mapping[int, Sequence[Mapping[str, Any]]],
@@ -201,15 +114,23 @@ def job_what_if(
     steps: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """The job path recomputed with ``spec``'s changes on every rank (as
-    :func:`opscope.analysis.critical.section.what_if` for one rank)."""
+    :func:`opscope.analysis.critical.section.what_if` for one rank): each rank contracted
+    with its weights scaled, the summaries solved again."""
     changes = parse_what_if(spec)
     _ranks, graphs, works = _prepare(traces, records, instances, steps)
-    joined = join(traces, graphs, works)
-    g = joined.graph
-    w = joined_weights(traces, joined, changes)
-    answer, new = projection(g, joined.node_step, w, spec, changes)
-    answer["by_rank_us"] = _by_rank(g, new, joined.node_rank)
-    return answer
+    base: list[RankSummary] = []
+    new: list[RankSummary] = []
+    for gr in graphs:
+        trace = traces[gr.rank]
+        part = _untraced_weighed(trace, gr)
+        mine = {k: got[gr.rank] for k, got in enumerate(works) if gr.rank in got}
+        node_step = np.asarray(trace.index.step[part.row], dtype=np.int64)
+        joins = rank_joins(part, mine)
+        scaled = np.where(part.kind == SPLIT, 0, scaled_weights(trace.index, part, changes))
+        base.append(summarise(part, job_weights(part), node_step, joins)[0])
+        new.append(summarise(part, scaled, node_step, joins)[0])
+    head = {"spec": spec, "changes": [{"name": n, "factor": f} for n, f in changes]}
+    return job_projection(base, new, [list(got) for got in works], head)
 
 
 @dataclass(frozen=True)
@@ -395,15 +316,12 @@ def _by_rank(job: Graph, path: Path, node_rank: np.ndarray) -> dict[str, float]:
 
 __all__ = [
     "JobPaths",
-    "Joined",
     "cycle_section",
     "expand_runs",
     "job_critical_path",
     "job_paths",
     "job_weights",
     "job_what_if",
-    "join",
-    "joined_weights",
     "rank_joins",
     "rank_summary",
     "recontracted",

@@ -291,6 +291,41 @@ def arrival_preds(
     return out, {k: a for k, (a, _m) in mine.joins.items() if k in joined}
 
 
+def job_projection(
+    base: Sequence[RankSummary],
+    new: Sequence[RankSummary],
+    members: Sequence[Sequence[int]],
+    head: Mapping[str, Any],
+) -> dict[str, Any]:
+    """A job what-if's answer (as :func:`~opscope.analysis.critical.section.projection`
+    gives one rank's, with ``by_rank_us`` of the projected path): the job path of ``base``
+    and of ``new`` (the summaries with the changes made), ``head`` (``spec``, ``changes``)
+    first."""
+    b_whole = _joined(sorted(base, key=lambda s: s.rank), members, steps=False)
+    n_whole = _joined(sorted(new, key=lambda s: s.rank), members, steps=False)
+    b, n = _solve(b_whole), _solve(n_whole)
+    b_steps = _step_paths(_joined(sorted(base, key=lambda s: s.rank), members, steps=True))
+    n_steps = _step_paths(_joined(sorted(new, key=lambda s: s.rank), members, steps=True))
+    return {
+        **head,
+        "length_us": _us(b.length_ns),
+        "projected_us": _us(n.length_ns),
+        "saved_us": _us(b.length_ns - n.length_ns),
+        "bound_by_us": bound_by_us(_labels(n_whole, n.edges)),
+        "steps": [
+            {
+                "step": s,
+                "length_us": _us(b_steps[s].length_ns),
+                "projected_us": _us(n_steps[s].length_ns),
+                "saved_us": _us(b_steps[s].length_ns - n_steps[s].length_ns),
+            }
+            for s in sorted(b_steps)
+            if s in n_steps
+        ],
+        "by_rank_us": _by_rank(n_whole, n.edges),
+    }
+
+
 @dataclass(frozen=True)
 class Chunk:
     """One run of the path on one rank, expanded: its ``segments`` (the report's dicts, or
@@ -433,6 +468,7 @@ __all__ = [
     "Run",
     "arrival_preds",
     "interface_nodes",
+    "job_projection",
     "job_section",
     "summarise",
     "window_length",
