@@ -101,6 +101,7 @@ def summarise(
         full=con.contract(steps=False),
         steps=con.contract(steps=True) if steps else _no_edges(),
     )
+    con.release()
     return summary, con
 
 
