@@ -279,6 +279,8 @@ def _shape_cost(
     often they occur; the op table's call count (after folding duplicate dispatcher nodes) is
     the total.
     """
+    if row.input_dims is None or normalize_name(row.name) is None:
+        return 0.0, 0.0, 0, None  # no shapes, or an op the cost model does not know
     dims, types = _loads(row.input_dims), _loads(row.input_types)
     if dims is None or types is None:
         return 0.0, 0.0, 0, None
