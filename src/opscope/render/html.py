@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from opscope.render.finding_groups import group_findings
 from opscope.render.fmt import pct, truncate, us
 
 EXTENSION = ".html"
@@ -236,10 +237,14 @@ def plain_tables(data: dict[str, Any], top: int = 50) -> str:
     findings = data.get("findings") or []
     if findings:
         parts.append("<h2>Findings</h2><ol>")
-        for f in findings:
+        for group in group_findings(findings):
+            f = group.lead
+            label = group.rank_label()
+            whose = f"[{_e(label)}] " if label is not None else ""
             parts.append(
-                f"<li><b>{_e(f['title'])}</b> — {_e(us(f.get('time_at_stake_us')))} at stake"
-                f" ({_e(pct(f.get('share')))}). {_e(f.get('recommendation', ''))}</li>"
+                f"<li>{whose}<b>{_e(f['title'])}</b> — {_e(us(f.get('time_at_stake_us')))} at "
+                f"stake ({_e(pct(f.get('share')))}){_e(group.spread())}. "
+                f"{_e(f.get('recommendation', ''))}</li>"
             )
         parts.append("</ol>")
     max_dev = max((r["device_self_us"] for r in data["ops"]), default=0) or 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from opscope.render.finding_groups import group_findings
 from opscope.render.fmt import pct, truncate, us
 
 EXTENSION = ".md"
@@ -91,15 +92,19 @@ def render(data: dict[str, Any], top: int = 30) -> str:
     findings = data.get("findings") or []
     if findings:
         out += ["## Findings", ""]
-        for i, f in enumerate(findings, 1):
+        for i, group in enumerate(group_findings(findings), 1):
+            f = group.lead
             saves = (
                 f", saves ≤ {us(f['step_savings_us'])} of the critical path"
                 if f.get("step_savings_us") is not None
                 else ""
             )
+            label = group.rank_label()
+            whose = f"[{label}] " if label is not None else ""
             out.append(
-                f"{i}. **{_cell(f['title'])}** — {us(f.get('time_at_stake_us'))} at stake "
-                f"({pct(f.get('share'))}){saves}. {_cell(f.get('recommendation', ''))}"
+                f"{i}. {whose}**{_cell(f['title'])}** — {us(f.get('time_at_stake_us'))} at "
+                f"stake ({pct(f.get('share'))}){group.spread()}{saves}. "
+                f"{_cell(f.get('recommendation', ''))}"
             )
         out.append("")
     out += [

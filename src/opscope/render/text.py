@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from opscope.render import text_critical, text_distributed
+from opscope.render.finding_groups import group_findings
 from opscope.render.fmt import pct, print_wrapped, shorten_kernel, truncate, us
 
 EXTENSION = ".txt"
@@ -175,14 +176,17 @@ def render_to(
             "critical path, then time at stake)"
         )
         styles = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
-        for f in findings[:top]:
+        for group in group_findings(findings)[:top]:
+            f = group.lead
             sev = str(f.get("severity", ""))
             entry = Text("• ")
             entry.append(f"{sev:<6}", style=styles.get(sev, ""))
-            if f.get("rank") is not None:  # a job's finding: whose rank
-                entry.append(f" [rank {f['rank']}]")
+            label = group.rank_label()
+            if label is not None:  # a rank's finding in a job: whose ranks
+                entry.append(f" [{label}]")
             entry.append(f" {f['title']}", style="bold")
             entry.append(f" — {us(f.get('time_at_stake_us'))} at stake")
+            entry.append(group.spread())
             if f.get("step_savings_us") is not None:
                 entry.append(f", saves ≤ {us(f['step_savings_us'])} of the path")
             entry.append(". ")
