@@ -246,3 +246,25 @@ def test_cli_env_scheduler_and_errors(cluster: Any, tmp_path: Path) -> None:
     assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1
     store = _cli("report", str(tmp_path), "--store", str(tmp_path / "s"))
     assert store.returncode == 1 and "--store needs --cluster" in store.stderr
+
+
+def test_rank_files_by_url(cluster: Any, tmp_path: Path) -> None:
+    """A folder given by URL (fsspec; ``file://`` here, an object store the same way): the
+    workers fetch the files; the report is the local one, the files named by their URLs."""
+    write_nccl_job(tmp_path, 3, late_rank=1, late_us=200.0)
+    local = opscope.analyze(tmp_path)
+    remote = opscope.analyze(tmp_path.as_uri(), cluster=cluster.scheduler_address)
+    a, b = local.to_dict(), remote.to_dict()
+    urls = [p.as_uri() for p in sorted(tmp_path.glob("trace_rank_*.json"))]
+    assert b["source"]["paths"] == urls
+    assert [r["paths"] for r in b["ranks"]] == [[u] for u in urls]
+    for doc in (a, b):
+        doc["source"].pop("paths"), doc["source"].pop("engine", None)
+        for r in doc["ranks"]:
+            r.pop("paths")
+    assert plain(a) == plain(b)
+    at = cluster.scheduler_address
+    glob = opscope.analyze(tmp_path.as_uri() + "/trace_rank_*.json", cluster=at)
+    assert glob.to_dict()["source"]["paths"] == urls
+    with pytest.raises(opscope.errors.TraceError, match="no such file or folder"):
+        opscope.analyze(tmp_path.as_uri() + "/nothing/", cluster=at)

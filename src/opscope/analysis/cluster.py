@@ -170,10 +170,11 @@ def read_rank(path: str, cache: bool, env: dict[str, str]) -> dict[str, Any]:
     end, ns, None without events), or ``{"error": reason}`` when it cannot be read."""
     from opscope.trace.formats.kineto_json import load_file
     from opscope.trace.index import EventIndex
+    from opscope.trace.remote import local_path
 
     try:
         with _limits(env):
-            part = load_file(Path(path), cache=cache)
+            part = load_file(local_path(path), cache=cache)
     except TraceError as exc:
         return {"error": str(exc)}
     idx = EventIndex(part.table)
@@ -188,9 +189,10 @@ def _rank_trace(task: dict[str, Any], job_meta: dict[str, Any]) -> Any:
     from opscope.trace.formats.kineto_json import load_file
     from opscope.trace.model import Trace, TraceMeta
     from opscope.trace.parts import place
+    from opscope.trace.remote import local_path
 
     with _limits(task["env"]):
-        part = load_file(Path(task["path"]), cache=task["cache"])
+        part = load_file(local_path(task["path"]), cache=task["cache"])
     meta = TraceMeta.from_dict(job_meta)
     meta.cached = bool(job_meta.get("cached"))
     table = place(part.table, int(task["rank"]), int(task["offset"]))
@@ -374,6 +376,13 @@ def _gather(client: Any, futures: list[Any], stage: str, progress: Progress | No
     return list(client.gather(futures))
 
 
+def _url_name(url: str) -> Path:
+    """A rank file's name for the job's bookkeeping (its rank in its name): the URL's host and
+    path, without the scheme."""
+    rest = url.partition("://")[2]
+    return Path(rest.lstrip("/") or url)
+
+
 def analyze_on_cluster(
     source: str | Path | Sequence[str | Path],
     cluster: Any,
@@ -398,19 +407,30 @@ def analyze_on_cluster(
         unreadable,
         unreadable_warning,
     )
+    from opscope.trace.remote import is_url, local_path, remote_files
     from opscope.trace.schema import EVENT_SCHEMA
 
     items = [source] if isinstance(source, (str, Path)) else list(source)
+    remote = [is_url(item) for item in items]
+    if any(remote) and not all(remote):
+        raise OpscopeError("give the rank files either all by URL or all by path, not both")
     for item in items:
         p = Path(item)
-        if p.exists() and formats.detect(p).name != "kineto":
+        if not is_url(item) and p.exists() and formats.detect(p).name != "kineto":
             raise OpscopeError(
                 f"{p}: a {formats.detect(p).name} profile; --cluster reads Kineto rank files "
                 "(run without --cluster)"
             )
-    files, folder = job_files(source if isinstance(source, (str, Path)) else list(source))
+    run_info: dict[str, Any] | None = None
+    if all(remote):  # URLs: listed here, fetched by the workers (trace.remote)
+        urls = remote_files(str(items[0]) if len(items) == 1 else [str(i) for i in items])
+        files, folder = [_url_name(u) for u in urls], None
+        location = dict(zip(files, urls, strict=True))
+    else:
+        files, folder = job_files(source if isinstance(source, (str, Path)) else list(source))
+        location = {f: str(f) for f in files}
+        run_info = rep._run_info(Path(source) if isinstance(source, (str, Path)) else files[0])
     env = {k: os.environ[k] for k in _LIMIT_ENV if k in os.environ}
-    run_info = rep._run_info(Path(source) if isinstance(source, (str, Path)) else files[0])
     opts = {
         "steps": list(options.steps) if options.steps is not None else None,
         "findings": options.findings,
@@ -421,7 +441,7 @@ def analyze_on_cluster(
     with connect(cluster) as (client, scheduler):
         workers = len(client.nthreads())
         read = [
-            client.submit(read_rank, str(f), options.cache, env, retries=RETRIES, pure=False)
+            client.submit(read_rank, location[f], options.cache, env, retries=RETRIES, pure=False)
             for f in files
         ]
         got = _gather(client, read, "read", progress)
@@ -429,13 +449,16 @@ def analyze_on_cluster(
         bad = [(f, g["error"]) for f, g in zip(files, got, strict=True) if "error" in g]
         if not good:
             where = folder or (files[0].parent if files else Path("."))
+            if all(remote):
+                where = Path(str(items[0]))
             raise TraceError(none_readable(where, [reason for _f, reason in bad]))
         kept = [f for f, _g in good]
         placeholder = EVENT_SCHEMA.empty_table()
         ranks = assign_ranks(kept, [FilePart(placeholder, g["meta"]) for _f, g in good])
         meta = combine_meta(kept, [g["meta"] for _f, g in good], ranks)
+        meta.paths = [location[f] for f in kept]  # a URL is named as given
         taken = {r for r, _o in ranks}
-        lost = [unreadable(f, reason, taken) for f, reason in bad]
+        lost = [{**unreadable(f, reason, taken), "path": location[f]} for f, reason in bad]
         meta.unreadable = lost
         meta.warnings += [unreadable_warning(e) for e in lost]
         if folder is not None:
@@ -443,7 +466,7 @@ def analyze_on_cluster(
         if len(kept) == 1:  # a job of one rank: the single-rank report, in this process
             from opscope.trace.formats.kineto_json import load_files
 
-            trace = load_files(kept, cache=options.cache)
+            trace = load_files([local_path(location[f]) for f in kept], cache=options.cache)
             trace.meta.unreadable, trace.meta.warnings = lost, meta.warnings
             return rep.analyze(
                 trace,
@@ -463,7 +486,7 @@ def analyze_on_cluster(
         for i, ((f, g), (rank, _origin)) in enumerate(zip(good, ranks, strict=True)):
             tasks.append(
                 {
-                    "path": str(f),
+                    "path": location[f],
                     "index": i,
                     "rank": rank,
                     "offset": offset,

@@ -39,18 +39,23 @@ examples:
   opscope report ranks/ --format json | jq '.critical_path.bound_by_us'
   opscope report ranks/ --cluster local:8 --store ranks-events/
   opscope report 'ranks/*.json.gz' --cluster tcp://scheduler:8786
+  opscope report s3://bucket/job/ --cluster local      # rank files by URL (fsspec)
 
 --cluster runs the per-rank analysis of a job on Dask (the opscope[cluster] extra): local
 (a cluster of this machine's cores), local:N (N workers) or a scheduler's address; without a
-value, $OPSCOPE_DASK_SCHEDULER.  The report is the local one but for the job's critical path
-(each rank's own is there); see docs/scale.md.
+value, $OPSCOPE_DASK_SCHEDULER.  The report is the local one, the job's critical path and
+its findings' savings included, with source.engine added; see docs/scale.md.
 """
 
 FORMATS = ("text", "json", "md", "html")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="trace file, run folder, or folder of per-rank traces")
+    p.add_argument(
+        "path",
+        help="trace file, run folder, folder or glob of per-rank traces (with --cluster, also "
+        "a URL: s3://, gs://, file://)",
+    )
     p.add_argument(
         "--format", choices=FORMATS, default="text", help="output format (default: text)"
     )
@@ -137,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     prepare(args.path, command="report")
     workspace = Workspace()
     opened = workspace.open(
-        Path(args.path), steps=steps, cache=not args.no_cache, peaks=args.peaks, rank=args.rank
+        args.path, steps=steps, cache=not args.no_cache, peaks=args.peaks, rank=args.rank
     )
     return _emit(args, opened.report, opened.data, workspace)
 

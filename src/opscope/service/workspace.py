@@ -177,7 +177,7 @@ class Workspace:
         job only (:class:`ServiceError` naming the ranks there when it has no such rank)."""
         from opscope.trace import load
 
-        trace = load(Path(path), cache=cache)
+        trace = load(path, cache=cache)
         if rank is not None:
             trace = only_rank(trace, rank)
         if steps is not None:

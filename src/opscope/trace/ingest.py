@@ -15,6 +15,7 @@ from opscope.trace import formats
 from opscope.trace.kineto.builder import parse_kineto
 from opscope.trace.model import Trace
 from opscope.trace.parts import combine, to_part
+from opscope.trace.remote import is_url
 
 
 def load(
@@ -34,6 +35,11 @@ def load(
     Loading never runs another program and writes no file other than its cache's.
     """
     p = Path(path)
+    if is_url(path) and not p.exists():
+        raise TraceError(
+            f"{path}: rank files by URL are read on a cluster's workers: opscope report URL "
+            "--cluster local (in Python, cluster='local'); or copy them here"
+        )
     if any(c in str(path) for c in "*?[") and not p.exists():
         from opscope.trace.formats.kineto_json import job_files, load_files
 
