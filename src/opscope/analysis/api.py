@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from opscope.analysis.finding_view import typed
 from opscope.analysis.report import Report
 from opscope.analysis.report import analyze as analyze_here
 from opscope.errors import OpscopeError
@@ -52,17 +53,20 @@ def analyze(
 
     ``cluster``: run the per-rank analysis on Dask: ``"local"``, ``"local:N"``,
     ``"tcp://host:port"``, True (``$OPSCOPE_DASK_SCHEDULER``) or an open
-    ``distributed.Client``; the report is the local one but for the job's critical path (a
-    note) and ``source.engine`` (docs/scale.md).  ``store``: a folder where the workers write
-    each rank's event table as Parquet.  ``progress(stage, done, total)`` is told as ranks
-    finish on the cluster.
+    ``distributed.Client``; the report is the local one but for ``source.engine``
+    (docs/scale.md).  The findings are :class:`~opscope.analysis.finding_view.Finding`: dicts
+    read also by attribute (``f.kind``, ``f.time_at_stake_us``).  ``store``: a folder where
+    the workers write each rank's event table as Parquet.  ``progress(stage, done, total)``
+    is told as ranks finish on the cluster.
     """
     steps = steps_arg(steps)
     if cluster is None or cluster is False:
         if store is not None:
             raise OpscopeError("store: the event tables are written by a cluster run (cluster=)")
-        return analyze_here(
-            source, steps, findings=findings, roofline=roofline, peaks=peaks, cache=cache
+        return _typed(
+            analyze_here(
+                source, steps, findings=findings, roofline=roofline, peaks=peaks, cache=cache
+            )
         )
     if isinstance(source, Trace):
         raise OpscopeError("cluster: give the rank files' paths, not a loaded trace")
@@ -74,6 +78,14 @@ def analyze(
     report: Report = analyze_on_cluster(
         source, None if cluster is True else cluster, options, progress=progress
     )
+    return _typed(report)
+
+
+def _typed(report: Report) -> Report:
+    """The report's findings (and each rank's) as typed :class:`Finding` objects."""
+    report.findings = typed(report.findings)
+    for rank in report.ranks or []:
+        rank.findings = typed(rank.findings)
     return report
 
 
