@@ -375,6 +375,15 @@ def test_job_tools_on_a_three_rank_job(tmp_path: Path) -> None:
         assert not r.is_error and r.structured_content["critical_path"]["scope"] == "job"
         r = await call("findings", {"kind": "straggler"})
         assert not r.is_error and r.structured_content["rows"], r.content[0].text
+        r = await call("findings", {"rank": 1, "limit": 50})
+        rows = r.structured_content["rows"]
+        assert not r.is_error and rows and {f["rank"] for f in rows} == {1}
+        r = await call("findings", {"rank": -1, "limit": 50})  # the job's own
+        rows = r.structured_content["rows"]
+        assert not r.is_error and rows and all(f.get("rank") is None for f in rows)
+        assert "straggler" in {f["kind"] for f in rows}
+        r = await call("findings", {"rank": 7})
+        assert r.is_error and "ranks with findings: 0, 1, 2" in r.content[0].text
 
     session(body)
 

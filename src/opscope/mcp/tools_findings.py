@@ -19,6 +19,7 @@ def _findings(session: Session, a: dict[str, Any]) -> Answer:
             a["trace"],
             min_severity=a["min_severity"],
             kind=a["kind"],
+            rank=a["rank"],
             limit=a["limit"],
             offset=a["offset"],
         )
@@ -89,6 +90,12 @@ TOOLS = [
                     "minLength": 1,
                     "maxLength": 64,
                     "description": "keep findings of this kind (idle_gaps, launch_bound, ...)",
+                },
+                "rank": {
+                    "type": "integer",
+                    "minimum": -1,
+                    "maximum": 1_000_000,
+                    "description": "a job: keep this rank's findings (-1: the job's own)",
                 },
             }
         ),

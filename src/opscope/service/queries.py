@@ -106,11 +106,12 @@ def page_findings(
     *,
     min_severity: str | None = None,
     kind: str | None = None,
+    rank: int | None = None,
     limit: int = 10,
     offset: int = 0,
 ) -> dict[str, Any]:
     """The report's findings (already ranked) at ``min_severity`` or above, of one ``kind``
-    when given, one page of them."""
+    and one ``rank`` (a job's; -1: the job's own findings) when given, one page of them."""
     _check_page(limit, offset)
     chosen = list(findings)
     if min_severity is not None:
@@ -128,6 +129,17 @@ def page_findings(
         if kind not in kinds:
             raise QueryError(f"no finding of kind {kind!r} (this report has: {', '.join(kinds)})")
         chosen = [f for f in chosen if f.get("kind") == kind]
+    if rank is not None:
+        ranks = sorted({int(f["rank"]) for f in findings if f.get("rank") is not None})
+        if not ranks:
+            raise QueryError("rank: this report is of one rank (its findings name none)")
+        if rank != -1 and rank not in ranks:
+            raise QueryError(
+                f"rank {rank}: no finding of that rank (ranks with findings: "
+                f"{', '.join(map(str, ranks))}; -1 for the job's own)"
+            )
+        want = None if rank == -1 else rank
+        chosen = [f for f in chosen if f.get("rank") == want]
     return page_of(chosen, limit, offset)
 
 

@@ -455,10 +455,12 @@ class Workspace:
         *,
         min_severity: str | None = None,
         kind: str | None = None,
+        rank: int | None = None,
         limit: int = 10,
         offset: int = 0,
     ) -> dict[str, Any]:
-        """One page of the ranked findings, each without evidence and details
+        """One page of the ranked findings (``rank``: a job's rank, -1 the job's own), each
+        without evidence and details
         (:func:`opscope.service.brief.finding_head`); :meth:`finding` has one in full."""
         from opscope.service.brief import finding_head
         from opscope.service.queries import page_findings
@@ -467,6 +469,7 @@ class Workspace:
             self.get(handle).data.get("findings") or [],
             min_severity=min_severity,
             kind=kind,
+            rank=rank,
             limit=limit,
             offset=offset,
         )
