@@ -117,3 +117,27 @@ def test_static_report_says_when_a_collective_was_left_out(
     assert "not among the 1 of 3 embedded" in text
     assert page.locator("[data-testid=coll-waits]").count() == 0
     assert page.errors == [], page.errors
+
+
+def test_a_jobs_same_finding_on_every_rank_is_listed_once(
+    page: Any, serve: Callable[..., str], tmp_path: Path
+) -> None:
+    import opscope
+    from opscope.render.finding_groups import group_findings
+
+    write_nccl_job(tmp_path / "job", 3, n=3, late_rank=1, late_us=120.0)
+    report = opscope.analyze(tmp_path / "job", roofline=False).to_dict()
+    groups = group_findings(report["findings"])
+    shared = [g for g in groups if len(g.members) > 1]
+    assert shared, "the job must give a finding on several ranks"
+    page.goto(serve(tmp_path / "job") + "#findings")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.click("#tabs button[data-view=findings]")
+    page.wait_for_selector("[data-testid=finding]")
+    heads = page.locator("[data-testid=finding] h3").all_text_contents()
+    assert len(heads) == len(groups) < len(report["findings"])
+    lead = shared[0].lead
+    [head] = [h for h in heads if h.endswith(lead["title"]) and f"{lead['id']}." in h]
+    assert f"[{shared[0].rank_label()}]" in head
+    summary = page.locator("#summary-findings li").all_text_contents()
+    assert len(summary) == min(5, len(groups))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from opscope.analysis.report import Report
+from opscope.render.finding_groups import group_findings
 from opscope.service import OpenTrace, Workspace
 from opscope.trace import Trace
 from opscope.trace.viewport import Viewport
@@ -40,6 +41,11 @@ def with_relative_times(report: dict[str, Any], origin_ns: int) -> dict[str, Any
         findings.append(f)
     out["findings"] = findings
     out["explorer"] = {"schema": EXPLORER_SCHEMA, "origin_ns": str(origin_ns)}
+    if any(f.get("rank") is not None for f in findings):  # a job: the same finding once
+        out["explorer"]["finding_groups"] = [
+            {"ids": [m.get("id") for m in g.members], "label": g.rank_label(), "spread": g.spread()}
+            for g in group_findings(findings)
+        ]
     return out
 
 

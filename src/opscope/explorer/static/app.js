@@ -185,9 +185,10 @@ function renderSummary(r) {
   // findings
   const fl = $("#summary-findings");
   fl.replaceChildren();
-  for (const f of (r.findings || []).slice(0, 5)) {
+  for (const { f, label, spread } of groupedFindings(r).slice(0, 5)) {
     fl.append(el("li", {}, el("span", { class: "sev " + (f.severity || ""), text: f.severity || "" }),
-      el("b", { text: f.title }), ` — ${fmtUs(f.time_at_stake_us)} at stake (${pct(f.share)})` +
+      label ? `[${label}] ` : "",
+      el("b", { text: f.title }), ` — ${fmtUs(f.time_at_stake_us)} at stake (${pct(f.share)})` + spread +
         (typeof f.step_savings_us === "number" ? `, saves ≤ ${fmtUs(f.step_savings_us)} of the path ` : " "),
       el("button", { type: "button", text: "show in timeline", onclick: () => showFinding(f) })));
   }
@@ -348,19 +349,30 @@ async function showOp(name) {
 }
 
 // ---- Findings ----------------------------------------------------------------------------------
+// A job's same finding on several ranks, once (the server groups them: render.finding_groups):
+// [{f: the group's lead, label: "ranks 0-3" or "", spread: its members' range or ""}].
+function groupedFindings(r) {
+  const fs = r.findings || [];
+  const groups = (r.explorer || {}).finding_groups;
+  if (!groups) return fs.map((f) => ({ f, label: "", spread: "" }));
+  const byId = new Map(fs.map((f) => [f.id, f]));
+  return groups.filter((g) => byId.has(g.ids[0]))
+    .map((g) => ({ f: byId.get(g.ids[0]), label: g.label || "", spread: g.spread || "", size: g.ids.length }));
+}
+
 function renderFindings(r) {
   const box = $("#findings");
   box.replaceChildren();
   const fs = r.findings || [];
   if (!fs.length) box.append(el("p", { class: "meta", text: "No findings for this trace." }));
-  fs.forEach((f, i) => {
+  groupedFindings(r).forEach(({ f, label, spread }, i) => {
     const ev = (f.evidence || []).slice(0, 8).map((e) => el("li", {},
       `${e.note || "evidence"}: ${e.t0 !== undefined ? fmtNs(e.t0) + " → " + fmtNs(e.t1) : ""} events ${(e.event_ids || []).join(", ")}`));
     const note = criticalNote(f);
     if (note) ev.push(note);
     box.append(el("div", { class: "finding", dataset: { testid: "finding", kind: f.kind || "" } },
-      el("h3", {}, el("span", { class: "sev " + (f.severity || ""), text: f.severity || "" }), `${f.id || i + 1}. ${f.title}`),
-      el("div", { class: "meta", text: `${fmtUs(f.time_at_stake_us)} at stake (${pct(f.share)})` + (f.confidence ? ` · confidence ${f.confidence}` : "") }),
+      el("h3", {}, el("span", { class: "sev " + (f.severity || ""), text: f.severity || "" }), `${f.id || i + 1}. ${label ? "[" + label + "] " : ""}${f.title}`),
+      el("div", { class: "meta", text: `${fmtUs(f.time_at_stake_us)} at stake (${pct(f.share)})` + spread + (f.confidence ? ` · confidence ${f.confidence}` : "") }),
       el("p", { text: f.recommendation || "" }),
       ev.length ? el("ul", {}, ...ev) : null,
       el("button", { type: "button", text: "show in timeline", dataset: { testid: "finding-show" }, onclick: () => showFinding(f) })));
