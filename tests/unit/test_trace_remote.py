@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +59,9 @@ def test_a_copy_is_fetched_once_and_loads(store: str) -> None:
 def test_loading_a_url_here_says_how(store: str) -> None:
     with pytest.raises(TraceError, match="--cluster local"):
         load(store)
+
+
+def test_a_file_over_the_bound_is_not_fetched(store: str, monkeypatch: Any) -> None:
+    monkeypatch.setenv("OPSCOPE_MAX_TRACE_BYTES", "10")
+    with pytest.raises(TraceError, match="not fetched"):
+        local_copy(f"{store}/rank2.json")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from opscope.errors import TraceError
+from opscope.trace.readers import max_decompressed_bytes
 
 _LOCAL_SCHEMES = ("tcp", "tls")  # scheduler addresses, never files
 _NOT_TRACES = ("run.json", "report.json")
@@ -102,9 +103,21 @@ def local_copy(url: str) -> Path:
     dest = _folder[0] / digest / name
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{name}.part")
+    cap = max_decompressed_bytes()  # a file is never larger than what it may decompress to
     try:
         with fs.open(path, "rb") as src, tmp.open("wb") as out:
-            shutil.copyfileobj(src, out, 1 << 20)
+            copied = 0
+            while chunk := src.read(1 << 20):
+                copied += len(chunk)
+                if copied > cap:
+                    raise TraceError(
+                        f"{url}: over {cap / 2**30:g} GiB, not fetched "
+                        "(OPSCOPE_MAX_TRACE_BYTES sets the bound)"
+                    )
+                out.write(chunk)
+    except TraceError:
+        tmp.unlink(missing_ok=True)
+        raise
     except (OSError, ValueError) as exc:
         tmp.unlink(missing_ok=True)
         raise TraceError(f"{url}: cannot be read ({exc})") from None
