@@ -20,8 +20,8 @@ import numpy as np
 
 from opscope.analysis.critical.contract import ANY, NLAB, Contracted, Contraction, cut_nodes
 from opscope.analysis.critical.graph import LABELS, Graph
-from opscope.analysis.critical.longest import longest_paths, path_to, paths_to
-from opscope.analysis.critical.path import Segments
+from opscope.analysis.critical.longest import longest_paths
+from opscope.analysis.critical.path import Segments, longest_edges, longest_per_step
 from opscope.analysis.critical.section import METHOD, TOP, _us, bound_by_us
 
 
@@ -226,31 +226,14 @@ def _wall(j: _Joined, edges: np.ndarray) -> int:
 
 
 def _solve(j: _Joined) -> _Path:
-    n = len(j.time)
-    dist, pred = longest_paths(j.src, j.dst, j.weight, n)
-    if n == 0:
-        return _Path(np.zeros(0, np.int64), 0)
-    end = int(np.argmax(dist))
-    return _Path(path_to(end, pred, j.src), int(dist[end]))
+    edges, length = longest_edges(j.src, j.dst, j.weight, len(j.time))
+    return _Path(edges, length)
 
 
 def _step_paths(j: _Joined) -> dict[int, _Path]:
-    """Each step's path over the edges whose two ends lie in the step (as
-    :func:`opscope.analysis.critical.path.step_paths`)."""
-    s_src, s_dst = j.step[j.src], j.step[j.dst]
-    sub = np.flatnonzero((s_src == s_dst) & (s_src >= 0))
-    n = len(j.time)
-    dist, pred_sub = longest_paths(j.src[sub], j.dst[sub], j.weight[sub], n)
-    pred = np.where(pred_sub >= 0, sub[np.maximum(pred_sub, 0)] if len(sub) else -1, -1)
-    steps = np.unique(j.step[j.step >= 0])
-    if not len(steps):
-        return {}
-    order = np.lexsort((-dist, j.step))
-    ends = order[np.searchsorted(j.step[order], steps, side="left")]
-    walks = paths_to(ends, pred, j.src)
+    """Each step's path over the edges whose two ends lie in the step."""
     return {
-        int(s): _Path(e, int(dist[v]))
-        for s, v, e in zip(steps.tolist(), ends.tolist(), walks, strict=True)
+        s: _Path(e, n) for s, (e, n) in longest_per_step(j.src, j.dst, j.weight, j.step).items()
     }
 
 

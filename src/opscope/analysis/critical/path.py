@@ -54,22 +54,56 @@ def _by_label(graph: Graph, edges: np.ndarray, weight: np.ndarray) -> dict[str, 
     }
 
 
+def longest_edges(
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    n: int,
+    keep: np.ndarray | None = None,
+) -> tuple[np.ndarray, int]:
+    """The edges (first to last) and length of the longest path over ``n`` nodes and the
+    edges ``src -> dst`` of ``weight`` (only those where ``keep`` is True)."""
+    if keep is None:
+        dist, pred = longest_paths(src, dst, weight, n)
+    else:
+        sub = np.flatnonzero(keep)
+        dist, pred = longest_paths(src[sub], dst[sub], weight[sub], n)
+        pred = np.where(pred >= 0, sub[np.maximum(pred, 0)] if len(sub) else -1, -1)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    end = int(np.argmax(dist))
+    return paths_to(np.asarray([end], dtype=np.int64), pred, src)[0], int(dist[end])
+
+
+def longest_per_step(
+    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, node_step: np.ndarray
+) -> dict[int, tuple[np.ndarray, int]]:
+    """Each step's longest path, ``{step: (edges, length)}``, over the edges whose two ends
+    lie in that step (``node_step``: the step of each node, -1 none)."""
+    s_src, s_dst = node_step[src], node_step[dst]
+    sub = np.flatnonzero((s_src == s_dst) & (s_src >= 0))
+    dist, pred_sub = longest_paths(src[sub], dst[sub], weight[sub], len(node_step))
+    pred = np.where(pred_sub >= 0, sub[np.maximum(pred_sub, 0)] if len(sub) else -1, -1)
+    steps = np.unique(node_step[node_step >= 0])
+    if not len(steps):
+        return {}
+    # the node of largest dist per step
+    order = np.lexsort((-dist, node_step))
+    ns = node_step[order]
+    ends = order[np.searchsorted(ns, steps, side="left")]
+    walks = paths_to(ends, pred, src)
+    return {
+        int(s): (edges, int(dist[node]))
+        for s, node, edges in zip(steps.tolist(), ends.tolist(), walks, strict=True)
+    }
+
+
 def solve(graph: Graph, weight: np.ndarray | None = None, keep: np.ndarray | None = None) -> Path:
     """The longest path through ``graph`` (edge weights ``weight``, default the graph's;
     only the edges where ``keep`` is True)."""
     w = graph.weight if weight is None else weight
-    src, dst = graph.src, graph.dst
-    if keep is None:
-        dist, pred = longest_paths(src, dst, w, graph.n_nodes)
-    else:
-        sub = np.flatnonzero(keep)
-        dist, pred = longest_paths(src[sub], dst[sub], w[sub], graph.n_nodes)
-        pred = np.where(pred >= 0, sub[np.maximum(pred, 0)] if len(sub) else -1, -1)
-    if graph.n_nodes == 0:
-        return Path(np.zeros(0, dtype=np.int64), 0, _by_label(graph, np.zeros(0, np.int64), w))
-    end = int(np.argmax(dist))
-    edges = paths_to(np.asarray([end], dtype=np.int64), pred, src)[0]
-    return Path(edges, int(dist[end]), _by_label(graph, edges, w))
+    edges, length = longest_edges(graph.src, graph.dst, w, graph.n_nodes, keep)
+    return Path(edges, length, _by_label(graph, edges, w))
 
 
 def step_paths(
@@ -78,23 +112,8 @@ def step_paths(
     """Each step's own path: ``{step: Path}`` over the edges whose two ends lie in that step
     (``node_step``: the step of each node, -1 none)."""
     w = graph.weight if weight is None else weight
-    s_src, s_dst = node_step[graph.src], node_step[graph.dst]
-    keep = (s_src == s_dst) & (s_src >= 0)
-    sub = np.flatnonzero(keep)
-    dist, pred_sub = longest_paths(graph.src[sub], graph.dst[sub], w[sub], graph.n_nodes)
-    pred = np.where(pred_sub >= 0, sub[np.maximum(pred_sub, 0)] if len(sub) else -1, -1)
-    out: dict[int, Path] = {}
-    steps = np.unique(node_step[node_step >= 0])
-    if not len(steps):
-        return out
-    # the node of largest dist per step
-    order = np.lexsort((-dist, node_step))
-    ns = node_step[order]
-    ends = order[np.searchsorted(ns, steps, side="left")]
-    walks = paths_to(ends, pred, graph.src)
-    for s, node, edges in zip(steps.tolist(), ends.tolist(), walks, strict=True):
-        out[int(s)] = Path(edges, int(dist[node]), _by_label(graph, edges, w))
-    return out
+    per = longest_per_step(graph.src, graph.dst, w, node_step)
+    return {s: Path(e, length, _by_label(graph, e, w)) for s, (e, length) in per.items()}
 
 
 @dataclass(frozen=True)
@@ -336,6 +355,8 @@ __all__ = [
     "Pieces",
     "Segments",
     "json_default",
+    "longest_edges",
+    "longest_per_step",
     "pieces",
     "plain",
     "segments",
