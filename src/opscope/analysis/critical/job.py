@@ -129,8 +129,7 @@ def job_what_if(
         scaled = np.where(part.kind == SPLIT, 0, scaled_weights(trace.index, part, changes))
         base.append(summarise(part, job_weights(part), node_step, joins)[0])
         new.append(summarise(part, scaled, node_step, joins)[0])
-    head = {"spec": spec, "changes": [{"name": n, "factor": f} for n, f in changes]}
-    return job_projection(base, new, [list(got) for got in works], head)
+    return job_projection(base, new, [list(got) for got in works], (spec, changes))
 
 
 @dataclass(frozen=True)

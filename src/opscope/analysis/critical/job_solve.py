@@ -22,7 +22,7 @@ from opscope.analysis.critical.contract import ANY, NLAB, Contracted, Contractio
 from opscope.analysis.critical.graph import LABELS, Graph
 from opscope.analysis.critical.longest import longest_paths
 from opscope.analysis.critical.path import Segments, longest_edges, longest_per_step
-from opscope.analysis.critical.section import METHOD, TOP, _us, bound_by_us
+from opscope.analysis.critical.section import METHOD, TOP, _us, bound_by_us, projection_answer
 
 
 @dataclass(frozen=True)
@@ -279,35 +279,30 @@ def job_projection(
     base: Sequence[RankSummary],
     new: Sequence[RankSummary],
     members: Sequence[Sequence[int]],
-    head: Mapping[str, Any],
+    what: tuple[str, Sequence[tuple[str, float]]],
 ) -> dict[str, Any]:
-    """A job what-if's answer (as :func:`~opscope.analysis.critical.section.projection`
-    gives one rank's, with ``by_rank_us`` of the projected path): the job path of ``base``
-    and of ``new`` (the summaries with the changes made), ``head`` (``spec``, ``changes``)
-    first."""
-    b_whole = _joined(sorted(base, key=lambda s: s.rank), members, steps=False)
-    n_whole = _joined(sorted(new, key=lambda s: s.rank), members, steps=False)
+    """A job what-if's answer (:func:`~opscope.analysis.critical.section.projection_answer`,
+    with ``by_rank_us`` of the projected path): the job path of ``base`` and of ``new`` (the
+    summaries with the changes made); ``what``: the spec and its changes."""
+    before = sorted(base, key=lambda s: s.rank)
+    after = sorted(new, key=lambda s: s.rank)
+    b_whole, n_whole = _joined(before, members, steps=False), _joined(after, members, steps=False)
     b, n = _solve(b_whole), _solve(n_whole)
-    b_steps = _step_paths(_joined(sorted(base, key=lambda s: s.rank), members, steps=True))
-    n_steps = _step_paths(_joined(sorted(new, key=lambda s: s.rank), members, steps=True))
-    return {
-        **head,
-        "length_us": _us(b.length_ns),
-        "projected_us": _us(n.length_ns),
-        "saved_us": _us(b.length_ns - n.length_ns),
-        "bound_by_us": bound_by_us(_labels(n_whole, n.edges)),
-        "steps": [
-            {
-                "step": s,
-                "length_us": _us(b_steps[s].length_ns),
-                "projected_us": _us(n_steps[s].length_ns),
-                "saved_us": _us(b_steps[s].length_ns - n_steps[s].length_ns),
-            }
-            for s in sorted(b_steps)
-            if s in n_steps
-        ],
-        "by_rank_us": _by_rank(n_whole, n.edges),
-    }
+    b_steps = _step_paths(_joined(before, members, steps=True))
+    n_steps = _step_paths(_joined(after, members, steps=True))
+    spec, changes = what
+    answer = projection_answer(
+        spec,
+        changes,
+        lengths=(b.length_ns, n.length_ns),
+        steps=(
+            {s: p.length_ns for s, p in b_steps.items()},
+            {s: p.length_ns for s, p in n_steps.items()},
+        ),
+        by_label=_labels(n_whole, n.edges),
+    )
+    answer["by_rank_us"] = _by_rank(n_whole, n.edges)
+    return answer
 
 
 @dataclass(frozen=True)
