@@ -285,14 +285,10 @@ def expand_path(
 ) -> list[dict[str, Any]]:
     """Round 4: the job path's ``runs`` on this rank expanded to its pieces: per run, its
     ``segments`` (the report's dicts) and ``top``."""
-    from opscope.analysis.critical.contract import Contraction
-    from opscope.analysis.critical.job import expand_runs, job_weights, rank_joins
-    from opscope.analysis.critical.job_solve import interface_nodes
+    from opscope.analysis.critical.job import expand_runs, rank_contraction
 
     trace, _graph, part, works = _rank_part(task, job_meta, records, members)
-    node_step = trace.index.step[part.row]
-    interfaces = interface_nodes(part, rank_joins(part, works))
-    con = Contraction(part, job_weights(part), node_step, interfaces)
+    con = rank_contraction(trace, part, works)
     chunks = expand_runs(trace, part, con, [[(int(a), int(b)) for a, b in r] for r in runs])
     return [{"segments": list(c.segments), "top": c.top} for c in chunks]
 
@@ -306,14 +302,10 @@ def recontract_rank(
 ) -> list[dict[str, Any] | None]:
     """Round 5, for the job's own findings' savings: the rank's summary with each of
     ``changes`` made to its weights (:func:`opscope.analysis.critical.job.recontracted`)."""
-    from opscope.analysis.critical.contract import Contraction
-    from opscope.analysis.critical.job import job_weights, rank_joins, recontracted
-    from opscope.analysis.critical.job_solve import interface_nodes
+    from opscope.analysis.critical.job import rank_contraction, recontracted
 
     trace, _graph, part, works = _rank_part(task, job_meta, records, members)
-    node_step = trace.index.step[part.row]
-    interfaces = interface_nodes(part, rank_joins(part, works))
-    con = Contraction(part, job_weights(part), node_step, interfaces)
+    con = rank_contraction(trace, part, works)
     got = recontracted(trace, part, con, records=records, works=works, changes=changes)
     return [None if s is None else s.to_dict() for s in got]
 

@@ -40,6 +40,7 @@ from opscope.analysis.critical.job_solve import (
     Chunk,
     RankSummary,
     Run,
+    interface_nodes,
     job_projection,
     job_section,
     summarise,
@@ -48,6 +49,7 @@ from opscope.analysis.critical.longest import CycleError
 from opscope.analysis.critical.path import Path, Segments, pieces
 from opscope.analysis.critical.section import (
     _us,
+    node_steps,
     parse_what_if,
     rank_graph,
     scaled_weights,
@@ -124,7 +126,7 @@ def job_what_if(
         trace = traces[gr.rank]
         part = _untraced_weighed(trace, gr)
         mine = {k: got[gr.rank] for k, got in enumerate(works) if gr.rank in got}
-        node_step = np.asarray(trace.index.step[part.row], dtype=np.int64)
+        node_step = node_steps(trace.index, part)
         joins = rank_joins(part, mine)
         scaled = np.where(part.kind == SPLIT, 0, scaled_weights(trace.index, part, changes))
         base.append(summarise(part, job_weights(part), node_step, joins)[0])
@@ -181,8 +183,18 @@ def rank_summary(
 ) -> tuple[RankSummary, Contraction]:
     """A rank's :class:`~.job_solve.RankSummary` (``part``: its graph with the untraced step
     loop weighed; ``works``: ``{instance: row of its first work}``) and its contraction."""
-    node_step = np.asarray(trace.index.step[part.row], dtype=np.int64)
-    return summarise(part, job_weights(part), node_step, rank_joins(part, works))
+    return summarise(
+        part, job_weights(part), node_steps(trace.index, part), rank_joins(part, works)
+    )
+
+
+def rank_contraction(trace: Trace, part: Graph, works: Mapping[int, int]) -> Contraction:
+    """The contraction :func:`rank_summary` summarises, not yet contracted: what a cluster's
+    worker expands the job path's runs with, or contracts again with a fix made."""
+    joins = rank_joins(part, works)
+    return Contraction(
+        part, job_weights(part), node_steps(trace.index, part), interface_nodes(part, joins)
+    )
 
 
 def expand_runs(
@@ -211,7 +223,7 @@ def recontracted(
     (None where one changes nothing), for the job findings' savings; ``works`` as
     :func:`rank_summary` takes them."""
     weight = job_weights(part)
-    node_step = np.asarray(trace.index.step[part.row], dtype=np.int64)
+    node_step = node_steps(trace.index, part)
     joins = rank_joins(part, works)
     out: list[RankSummary | None] = []
     for change in changes:
@@ -321,6 +333,7 @@ __all__ = [
     "job_paths",
     "job_weights",
     "job_what_if",
+    "rank_contraction",
     "rank_joins",
     "rank_summary",
     "recontracted",
