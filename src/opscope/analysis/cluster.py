@@ -523,28 +523,24 @@ def analyze_on_cluster(
             part.extra["critical_path"] = got["section"]
             summaries.append(RankSummary.from_dict(got["summary"]))
 
-        def expand(asked: dict[int, list[Run]]) -> dict[int, list[Chunk]]:
+        def round_of(task: Callable[..., Any], asked: dict[int, Any], stage: str) -> dict[int, Any]:
+            """``{rank: task(its rank's arguments, asked[rank])}``, a task per rank asked."""
             order = sorted(asked)
             futures = [
-                client.submit(expand_path, *args(r), asked[r], retries=RETRIES, pure=False)
-                for r in order
+                client.submit(task, *args(r), asked[r], retries=RETRIES, pure=False) for r in order
             ]
-            got = _gather(client, futures, "job path", progress)
+            return dict(zip(order, _gather(client, futures, stage, progress), strict=True))
+
+        def expand(asked: dict[int, list[Run]]) -> dict[int, list[Chunk]]:
             return {
                 r: [Chunk(c["segments"], c["top"]) for c in chunks]
-                for r, chunks in zip(order, got, strict=True)
+                for r, chunks in round_of(expand_path, asked, "job path").items()
             }
 
         def recontract(asked: dict[int, list[Change]]) -> dict[int, list[RankSummary | None]]:
-            order = sorted(asked)
-            futures = [
-                client.submit(recontract_rank, *args(r), asked[r], retries=RETRIES, pure=False)
-                for r in order
-            ]
-            got = _gather(client, futures, "findings", progress)
             return {
                 r: [None if d is None else RankSummary.from_dict(d) for d in summaries_of]
-                for r, summaries_of in zip(order, got, strict=True)
+                for r, summaries_of in round_of(recontract_rank, asked, "findings").items()
             }
 
         job_path = None
