@@ -467,12 +467,16 @@ def analyze(
     """
     if isinstance(source, Trace):
         trace = source
-    elif isinstance(source, (str, Path)) and not any(c in str(source) for c in "*?["):
+    elif isinstance(source, (str, Path)):  # a path, or a glob pattern of rank files
+        from opscope.trace.formats.kineto_json import is_pattern
+
         trace = load(source, cache=cache)
+        if is_pattern(source):
+            source = trace  # its run info is found through the files it matched
     else:
         from opscope.trace.formats.kineto_json import job_files, load_files
 
-        files, folder = job_files(source if isinstance(source, (str, Path)) else list(source))
+        files, folder = job_files(list(source))
         trace = load_files(files, cache=cache, folder=folder)
         source = trace
     run_info = _run_info(source)

@@ -40,7 +40,9 @@ def load(
             f"{path}: rank files by URL are read on a cluster's workers: opscope report URL "
             "--cluster local (in Python, cluster='local'); or copy them here"
         )
-    if any(c in str(path) for c in "*?[") and not p.exists():
+    from opscope.trace.formats.kineto_json import is_pattern
+
+    if is_pattern(path):
         from opscope.trace.formats.kineto_json import job_files, load_files
 
         files, _folder = job_files(str(path))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from opscope.errors import TraceError
+from opscope.trace.formats.kineto_json import GLOB_CHARS
 from opscope.trace.readers import max_decompressed_bytes
 
 _LOCAL_SCHEMES = ("tcp", "tls")  # scheduler addresses, never files
@@ -70,7 +71,7 @@ def remote_files(source: str | Sequence[str]) -> list[str]:
         return out
     fs, path = _filesystem(source)
     try:
-        if any(c in path for c in "*?["):
+        if any(c in path for c in GLOB_CHARS):
             found = sorted(p for p in fs.glob(path) if _is_trace(p.rsplit("/", 1)[-1]))
             if not found:
                 raise TraceError(f"{source}: no trace files match this pattern")

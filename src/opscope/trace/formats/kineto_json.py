@@ -226,12 +226,20 @@ def load_files(
     return trace
 
 
+GLOB_CHARS = "*?["
+
+
+def is_pattern(text: str | Path) -> bool:
+    """``text`` is a glob pattern of files (``ranks/*.json.gz``), not a path that exists."""
+    return any(c in str(text) for c in GLOB_CHARS) and not Path(text).exists()
+
+
 def job_files(source: str | Path | list[str | Path]) -> tuple[list[Path], Path | None]:
     """The trace files of a job given as a folder, a file, a glob pattern (``ranks/*.json.gz``)
     or a list of those, in rank order; and the folder when ``source`` is one."""
     if isinstance(source, (str, Path)):
         text = str(source)
-        if any(c in text for c in "*?[") and not Path(text).exists():
+        if is_pattern(text):
             import glob
 
             found = [Path(p) for p in sorted(glob.glob(text)) if is_trace_file(Path(p))]
