@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opscope.analysis.critical.contract import ANY
-from opscope.analysis.critical.job_solve import RankSummary, arrival_preds, window_length
+from opscope.analysis.critical.job_solve import (
+    RankSummary,
+    WindowSolution,
+    arrival_preds,
+    solve_window,
+    window_length,
+)
 from opscope.analysis.critical.model import COMPUTE, CPU
 
 if TYPE_CHECKING:
@@ -131,16 +137,17 @@ def collective_rows(
 def _changes(
     f: Mapping[str, Any],
     summaries: Sequence[RankSummary],
-    members: Sequence[Sequence[int]],
+    solved: Callable[[], WindowSolution],
     instances: Sequence[Mapping[str, Any]],
 ) -> dict[int, Change] | None:
-    """The finding's fix as a change per rank it touches (None: not expressible)."""
+    """The finding's fix as a change per rank it touches (None: not expressible);
+    ``solved()``: the summaries' window path, solved once when first asked for."""
     kind, details = f.get("kind"), f.get("details") or {}
     if kind == "straggler":
         rank = details.get("rank")
         if rank is None:
             return None
-        preds, arrival_of = arrival_preds(summaries, members, int(rank))
+        preds, arrival_of = arrival_preds(solved(), int(rank))
         arrivals = []
         for k in sorted(arrival_of):
             inst = instances[k]
@@ -183,11 +190,18 @@ def job_finding_savings(
     the job path was solved with, ``recontract`` where the ranks' events are."""
     asked: dict[int, list[Change]] = {}
     plans: list[dict[int, int] | None] = []  # per finding: {rank: its change's position}
+    window: list[WindowSolution] = []
+
+    def solved() -> WindowSolution:
+        if not window:
+            window.append(solve_window(summaries, members))
+        return window[0]
+
     for f in findings:
         if f.get("kind") not in JOB_KINDS or f.get("rank") is not None:
             plans.append(None)
             continue
-        changes = _changes(f, summaries, members, instances)
+        changes = _changes(f, summaries, solved, instances)
         if not changes:
             plans.append(None)
             continue
@@ -199,7 +213,7 @@ def job_finding_savings(
     if not asked:
         return [None] * len(findings)
     got = recontract(asked)
-    base = window_length(summaries, members)
+    base = solved().length_ns
     out: list[float | None] = []
     for f, asks in zip(findings, plans, strict=True):
         new: dict[int, RankSummary] = {}

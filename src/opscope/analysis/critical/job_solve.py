@@ -129,6 +129,7 @@ class _Joined:
     barrier_inst: list[int] = field(default_factory=list)
     first_barrier: int = 0
     join_edges: int = 0
+    base: dict[int, int] = field(default_factory=dict)  # each rank's first node
 
 
 def _joined(
@@ -200,6 +201,7 @@ def _joined(
         barrier_inst=barrier_inst,
         first_barrier=n,
         join_edges=ne,
+        base=base,
     )
 
 
@@ -242,30 +244,41 @@ def window_length(summaries: Sequence[RankSummary], members: Sequence[Sequence[i
     return _solve(_joined(sorted(summaries, key=lambda s: s.rank), members, steps=False)).length_ns
 
 
+@dataclass(frozen=True)
+class WindowSolution:
+    """The summaries' window graph solved once: the graph, each node's last edge on its
+    longest path (``pred``) and the job path's length."""
+
+    joined: _Joined
+    summaries: dict[int, RankSummary]
+    pred: np.ndarray
+    length_ns: int
+
+
+def solve_window(
+    summaries: Sequence[RankSummary], members: Sequence[Sequence[int]]
+) -> WindowSolution:
+    """The window's job path of the summaries (see :class:`WindowSolution`)."""
+    whole = _joined(sorted(summaries, key=lambda s: s.rank), members, steps=False)
+    dist, pred = longest_paths(whole.src, whole.dst, whole.weight, len(whole.time))
+    length = int(dist.max()) if len(dist) else 0
+    return WindowSolution(whole, {s.rank: s for s in summaries}, pred, length)
+
+
 def arrival_preds(
-    summaries: Sequence[RankSummary], members: Sequence[Sequence[int]], rank: int
+    solved: WindowSolution, rank: int
 ) -> tuple[list[tuple[int, int] | None], dict[int, int]]:
     """For ``rank``, the job path's last edge into each of its interfaces when it is one of
     the rank's own contracted edges (as ``(src, end)``, what
     :meth:`~opscope.analysis.critical.contract.Contraction.expand` takes), else None; and each
     instance's barrier: ``{instance: rank's arrival interface}`` for the instances joined."""
-    summaries = sorted(summaries, key=lambda s: s.rank)
-    whole = _joined(summaries, members, steps=False)
-    _dist, pred = longest_paths(whole.src, whole.dst, whole.weight, len(whole.time))
-    base = 0
-    mine: RankSummary | None = None
-    for s in summaries:
-        if s.rank == rank:
-            mine = s
-            break
-        c = s.full
-        base += len(s.time) + int((c.src == ANY).sum()) + int((c.dst == ANY).sum())
+    whole, mine = solved.joined, solved.summaries.get(rank)
     if mine is None:
         return [], {}
-    c = mine.full
+    base, c = whole.base[rank], mine.full
     out: list[tuple[int, int] | None] = []
     for i in range(len(mine.time)):
-        e = int(pred[base + i])
+        e = int(solved.pred[base + i])
         if e >= 0 and int(whole.owner[e]) == rank:
             k = int(whole.local[e])
             out.append((int(c.src[k]), int(c.end[k])))
@@ -445,10 +458,12 @@ __all__ = [
     "Expand",
     "RankSummary",
     "Run",
+    "WindowSolution",
     "arrival_preds",
     "interface_nodes",
     "job_projection",
     "job_section",
+    "solve_window",
     "summarise",
     "window_length",
 ]
