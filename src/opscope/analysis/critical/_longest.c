@@ -16,6 +16,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Kahn's step from node u: each of its out-edges (order[first[u]:first[u + 1]]) may lengthen
+   the path to its head; a head whose in-edges are all seen joins the queue.  Of two equally
+   long paths the first found is kept. */
+static inline void relax(int64_t u, const int64_t *first, const int64_t *order,
+                         const int64_t *dst, const int64_t *w, int64_t *dist, int64_t *pred,
+                         int64_t *indeg, int64_t *queue, Py_ssize_t *tail) {
+    int64_t du = dist[u];
+    for (int64_t k = first[u]; k < first[u + 1]; k++) {
+        int64_t e = order[k], v = dst[e];
+        int64_t cand = du + w[e];
+        if (cand > dist[v]) {
+            dist[v] = cand;
+            pred[v] = e;
+        }
+        if (--indeg[v] == 0) queue[(*tail)++] = v;
+    }
+}
+
 static PyObject *longest(PyObject *self, PyObject *args) {
     Py_buffer sb, db, wb, distb, predb;
     if (!PyArg_ParseTuple(args, "y*y*y*w*w*", &sb, &db, &wb, &distb, &predb)) return NULL;
@@ -72,16 +90,7 @@ static PyObject *longest(PyObject *self, PyObject *args) {
         while (head < tail) {
             int64_t u = queue[head++];
             reached++;
-            int64_t du = dist[u];
-            for (int64_t k = start[u]; k < start[u + 1]; k++) {
-                int64_t e = order[k], v = dst[e];
-                int64_t cand = du + w[e];
-                if (cand > dist[v]) {
-                    dist[v] = cand;
-                    pred[v] = e;
-                }
-                if (--indeg[v] == 0) queue[tail++] = v;
-            }
+            relax(u, start, order, dst, w, dist, pred, indeg, queue, &tail);
         }
     }
     Py_END_ALLOW_THREADS
@@ -227,16 +236,7 @@ static Py_ssize_t run_search(Search *s, int64_t source) {
     while (taken < tail) {
         int64_t u = out[taken++];
         if (u != source && stop[u]) continue;
-        int64_t du = dist[u];
-        for (int64_t k = indptr[u]; k < indptr[u + 1]; k++) {
-            int64_t e = order[k], v = dst[e];
-            int64_t cand = du + w[e];
-            if (cand > dist[v]) {
-                dist[v] = cand;
-                pred[v] = e;
-            }
-            if (--indeg[v] == 0) out[tail++] = v;
-        }
+        relax(u, indptr, order, dst, w, dist, pred, indeg, out, &tail);
     }
     /* each node's start and weight per label, along its path, in the order taken */
     for (Py_ssize_t i = 0; i < taken; i++) {
