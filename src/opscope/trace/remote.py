@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from opscope.errors import TraceError
-from opscope.trace.formats.kineto_json import GLOB_CHARS
+from opscope.trace.formats.kineto_json import GLOB_CHARS, is_trace_name
 from opscope.trace.readers import max_decompressed_bytes
 
 _LOCAL_SCHEMES = ("tcp", "tls")  # scheduler addresses, never files
-_NOT_TRACES = ("run.json", "report.json")
 _copies: dict[str, Path] = {}
 _folder: list[Path] = []  # this process's folder of copies, made on first use
 
@@ -55,10 +54,6 @@ def _filesystem(url: str) -> tuple[Any, str]:
     return fs, path
 
 
-def _is_trace(name: str) -> bool:
-    return name.endswith((".json", ".json.gz")) and name not in _NOT_TRACES
-
-
 def remote_files(source: str | Sequence[str]) -> list[str]:
     """The rank files' URLs that ``source`` (a URL of a file, a folder or a glob, or a list of
     those) stands for, in name order."""
@@ -72,13 +67,13 @@ def remote_files(source: str | Sequence[str]) -> list[str]:
     fs, path = _filesystem(source)
     try:
         if any(c in path for c in GLOB_CHARS):
-            found = sorted(p for p in fs.glob(path) if _is_trace(p.rsplit("/", 1)[-1]))
+            found = sorted(p for p in fs.glob(path) if is_trace_name(p.rsplit("/", 1)[-1]))
             if not found:
                 raise TraceError(f"{source}: no trace files match this pattern")
         elif fs.isdir(path):
             where = path.rstrip("/") + "/traces" if fs.isdir(path.rstrip("/") + "/traces") else path
             found = sorted(
-                p for p in fs.ls(where, detail=False) if _is_trace(str(p).rsplit("/", 1)[-1])
+                p for p in fs.ls(where, detail=False) if is_trace_name(str(p).rsplit("/", 1)[-1])
             )
             if not found:
                 raise TraceError(f"{source}: no trace files (*.json, *.json.gz) in this folder")

@@ -364,10 +364,10 @@ class Contraction:
                 ends = ends[ends != u]
                 add(i, positions[ends], ends)
 
-    def expand(self, edges: Sequence[tuple[int, int]], steps: bool = False) -> np.ndarray:
-        """The rank graph's edges of contracted ``edges`` (in order, each as ``(its src: an
-        interface's position or ANY, its ``end`` node)``), first to last."""
-        s = self.searcher(steps)
+    def expand(self, edges: Sequence[tuple[int, int]]) -> np.ndarray:
+        """The rank graph's edges of contracted ``edges`` of the window (in order, each as
+        ``(its src: an interface's position or ANY, its ``end`` node)``), first to last."""
+        s = self.searcher(False)
         out: list[np.ndarray] = []
         last: int | None = None
         for a, end in edges:

@@ -48,9 +48,13 @@ _NOT_TRACES = ("run.json", "report.json")
 _PARALLEL_MIN_BYTES = 16 << 20
 
 
+def is_trace_name(name: str) -> bool:
+    """A file name a trace may have (``.json``, ``.json.gz``; not ``run.json``/``report.json``)."""
+    return name.endswith((".json", ".json.gz")) and name not in _NOT_TRACES
+
+
 def is_trace_file(path: Path) -> bool:
-    name = path.name
-    return path.is_file() and name.endswith((".json", ".json.gz")) and name not in _NOT_TRACES
+    return path.is_file() and is_trace_name(path.name)
 
 
 def find_trace_files(path: Path) -> list[Path]:
@@ -158,9 +162,7 @@ def special_files(folder: Path) -> list[str]:
     if not folder.is_dir():
         return out
     for p in sorted(folder.iterdir()):
-        name = p.name
-        traced = name.endswith((".json", ".json.gz")) and name not in _NOT_TRACES
-        if traced and not p.is_file() and not p.is_dir():
+        if is_trace_name(p.name) and not p.is_file() and not p.is_dir():
             out.append(f"{p}: skipped, not a regular file ({_kind(p)})")
     return out
 
