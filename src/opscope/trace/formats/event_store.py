@@ -26,13 +26,13 @@ import pyarrow as pa
 
 from opscope.errors import TraceError
 from opscope.trace.model import Trace, TraceMeta
+from opscope.trace.parts import place
 from opscope.trace.schema import EVENT_SCHEMA, EVENT_SCHEMA_VERSION
 
 NAME = "event_store"
 
 RANK_FILE = re.compile(r"^rank(\d+)\.parquet$")
 _VERSION_KEY = b"opscope.event_schema_version"
-_LINKS = ("id", "parent_id", "op_id", "launch_id")
 
 
 def _rank_files(path: Path) -> list[tuple[int, Path]]:
@@ -136,11 +136,6 @@ def _unique_ids(tables: list[pa.Table]) -> list[pa.Table]:
     out: list[pa.Table] = []
     next_id = 0
     for table, (lo, hi) in zip(tables, spans, strict=True):
-        t, shift = table, next_id - lo
-        if shift:
-            for name in _LINKS:
-                i = t.schema.get_field_index(name)
-                t = t.set_column(i, name, pc.add(t.column(name), pa.scalar(shift, pa.int64())))
-        out.append(pa.Table.from_arrays(t.columns, schema=EVENT_SCHEMA))
+        out.append(place(table, 0, next_id - lo))  # the ids and the links that name them
         next_id += max(0, hi - lo + 1)
     return out
