@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from opscope.experiment import Optimization
 
 HELP = "find the fused built-in or compile mode that makes a block faster, and prove it"
 DESCRIPTION = """\
@@ -72,14 +77,18 @@ def run(args: argparse.Namespace) -> int:
         if not quiet:
             print(f"opscope optimize: {msg}", file=sys.stderr, flush=True)
 
-    if quiet:
-        result = optimize(
+    def search(told: Callable[[str], None] | None) -> Optimization:
+        return optimize(
             target,
             inputs,
             args.device,
             budget_s=args.budget or DEFAULT_BUDGET_S,
             min_run_s=args.min_time,
+            progress=told,
         )
+
+    if quiet:
+        result = search(None)
     else:
         from rich.console import Console
 
@@ -91,14 +100,7 @@ def run(args: argparse.Namespace) -> int:
                 if not err.is_terminal:
                     progress(msg)
 
-            result = optimize(
-                target,
-                inputs,
-                args.device,
-                budget_s=args.budget or DEFAULT_BUDGET_S,
-                min_run_s=args.min_time,
-                progress=show,
-            )
+            result = search(show)
     doc = result.to_dict()
     if args.write:
         _write(result, file)

@@ -324,6 +324,21 @@ def _same_function(a: Any, b: Any) -> bool:
     return (la.file, la.function) == (lb.file, lb.function)
 
 
+def _absorb(top: Any, op: str, d: int, *, same_dtype: bool = False) -> tuple[Any, Any] | None:
+    """``(vector, node)`` when ``top``'s only user is ``node = top <op> vector`` (either
+    order) with a vector of shape (d,), in the same function (and of ``top``'s dtype with
+    ``same_dtype``): a norm's weight or bias."""
+    if len(top.users) != 1:
+        return None
+    (u,) = top.users
+    if op_name(u) != op or len(u.args) != 2 or not _same_function(u, top):
+        return None
+    v = u.args[1] if u.args[0] is top else u.args[0]
+    if not _vector_of(v, d) or (same_dtype and dtype(v) != dtype(top)):
+        return None
+    return v, u
+
+
 def _closed(nodes: set[Any], output: Any) -> bool:
     """Every node but the output is used only inside the match."""
     return all(all(u in nodes for u in n.users) for n in nodes if n is not output)
@@ -365,13 +380,10 @@ def _rms_norm(node: Any) -> Match | None:
     inner.add(top)
     weight = None
     # optionally times a weight of shape (D,), in the same function as the norm itself
-    if len(top.users) == 1:
-        (u,) = top.users
-        if op_name(u) == "mul" and len(u.args) == 2 and _same_function(u, top):
-            w = u.args[1] if u.args[0] is top else u.args[0]
-            if _vector_of(w, s[-1]) and dtype(w) == dtype(top):
-                weight, top = w, u
-                inner.add(u)
+    scaled = _absorb(top, "mul", s[-1], same_dtype=True)
+    if scaled is not None:
+        weight, top = scaled
+        inner.add(top)
     if not _closed(inner, top):
         return None
     nodes = _ordered(inner)
@@ -432,20 +444,14 @@ def _layer_norm(node: Any) -> Match | None:
             inner |= {c2, cc[1]}
     top = node
     weight = bias = None
-    if len(top.users) == 1:
-        (u,) = top.users
-        if op_name(u) == "mul" and len(u.args) == 2:
-            w = u.args[1] if u.args[0] is top else u.args[0]
-            if _vector_of(w, s[-1]) and _same_function(u, top):
-                weight, top = w, u
-                inner.add(u)
-    if weight is not None and len(top.users) == 1:
-        (u,) = top.users
-        if op_name(u) == "add" and len(u.args) == 2:
-            b = u.args[1] if u.args[0] is top else u.args[0]
-            if _vector_of(b, s[-1]) and _same_function(u, top):
-                bias, top = b, u
-                inner.add(u)
+    scaled = _absorb(top, "mul", s[-1])
+    if scaled is not None:
+        weight, top = scaled
+        inner.add(top)
+        shifted = _absorb(top, "add", s[-1])
+        if shifted is not None:
+            bias, top = shifted
+            inner.add(top)
     if not _closed(inner, top):
         return None
     return Match(
