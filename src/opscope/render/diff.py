@@ -13,6 +13,16 @@ from rich.text import Text
 from opscope.render.fmt import print_wrapped, shorten_kernel, truncate, us
 
 
+def _delta_table(title: str, what: str, *more: str) -> Table:
+    """A table of A→B deltas: ``what`` (left), calls, device A and B, Δ device, then ``more``
+    (right-aligned), no cell wrapped."""
+    tab = Table(title=title, title_justify="left")
+    tab.add_column(what, justify="left", no_wrap=True)
+    for h in ("calls A→B", "device A", "device B", "Δ device", *more):
+        tab.add_column(h, justify="right", no_wrap=True)
+    return tab
+
+
 def _signed(v: float) -> str:
     return ("+" if v > 0 else "") + us(v) if v else "0"
 
@@ -76,16 +86,7 @@ def render_text(data: dict[str, Any], top: int = 20, width: int = 100) -> str:
         )
     for w in steps.get("warnings") or []:
         print_wrapped(console, Text(f"warning: {w}", style="yellow"))
-    tab = Table(title=f"Ops by |Δ device time| (top {top})", title_justify="left")
-    for h, j in (
-        ("op", "left"),
-        ("calls A→B", "right"),
-        ("device A", "right"),
-        ("device B", "right"),
-        ("Δ device", "right"),
-        ("Δ CPU self", "right"),
-    ):
-        tab.add_column(h, justify=j, no_wrap=True)  # type: ignore[arg-type]
+    tab = _delta_table(f"Ops by |Δ device time| (top {top})", "op", "Δ CPU self")
     name_w = max(16, width - 75)
     for r in data["ops"][:top]:
         ca = r["a"]["calls"] if r["a"] else 0
@@ -104,15 +105,7 @@ def render_text(data: dict[str, Any], top: int = 20, width: int = 100) -> str:
             console.print(_names_line(f"{label} (ops)", data[key], width), markup=False)
     kernels = data.get("kernels") or []
     if kernels:
-        ktab = Table(title=f"Kernels by |Δ device time| (top {top})", title_justify="left")
-        for h, j in (
-            ("kernel", "left"),
-            ("calls A→B", "right"),
-            ("device A", "right"),
-            ("device B", "right"),
-            ("Δ device", "right"),
-        ):
-            ktab.add_column(h, justify=j, no_wrap=True)  # type: ignore[arg-type]
+        ktab = _delta_table(f"Kernels by |Δ device time| (top {top})", "kernel")
         kname_w = max(16, width - 62)
         for r in kernels[:top]:
             ka, kb = r["a"], r["b"]
