@@ -332,6 +332,8 @@ def test_two_ranks_with_gloo_share_one_run_folder(
         tmp_path,
         "ddp.py",
         """
+        import sys
+
         import torch
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -346,7 +348,10 @@ def test_two_ranks_with_gloo_share_one_run_folder(
             opt.zero_grad()
             torch.nn.functional.mse_loss(model(x), y).backward()
             opt.step()
-        print(f"rank {dist.get_rank()} done", flush=True)
+        # one write per line: torchrun runs the ranks unbuffered (-u), where print's text and
+        # its newline are two writes that the other rank's line can fall between
+        sys.stdout.write(f"rank {dist.get_rank()} done\\n")
+        sys.stdout.flush()
         dist.destroy_process_group()
         """,
     )
