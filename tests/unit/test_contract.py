@@ -26,7 +26,7 @@ from opscope.analysis.critical.job_solve import (
 from opscope.analysis.critical.longest import longest_paths
 from opscope.analysis.critical.model import JOIN, SPLIT, STREAM, THREAD, Graph
 from opscope.analysis.critical.path import solve, step_paths
-from opscope.analysis.report import _matched, rank_traces
+from opscope.analysis.report import matched, rank_traces
 
 
 def random_graph(seed: int, n: int = 60, m: int = 150, rank: int = 0) -> Graph:
@@ -250,7 +250,7 @@ def test_the_job_path_has_the_joined_graphs_length(tmp_path: Any, world: int, la
     report = opscope.analyze(tmp_path)
     sec = report.extra["critical_path"]
     traces = {int(t.meta.ranks[0]): t for t in rank_traces(report.trace)}
-    records, instances, _w, _c = _matched(report.ranks)
+    records, instances = matched(report.ranks)
     _ranks, graphs, works = _prepare(traces, records, instances, None)
     joined, node_step = joined_whole(traces, graphs, works)
     whole = solve(joined)

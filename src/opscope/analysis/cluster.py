@@ -493,7 +493,8 @@ def analyze_on_cluster(
             client.submit(rank_task, t, shared_meta, retries=RETRIES, pure=False) for t in tasks
         ]
         parts = [RankReport.from_dict(d) for d in _gather(client, futures, "analyse", progress)]
-        records, instances, _w, _c = rep._matched(parts)
+        matching = rep.matching(parts)
+        records, instances = matching.records, matching.instances
         from opscope.analysis.collective_match import instance_members
         from opscope.analysis.critical.job import cycle_section
         from opscope.analysis.critical.job_savings import Change, job_finding_savings
@@ -548,7 +549,9 @@ def analyze_on_cluster(
             job_path = job_section(summaries, instances, held, expand)
         except CycleError as exc:
             job_path = cycle_section(exc)
-        report = rep.merge(parts, window_steps=options.steps, run_info=run_info, unreadable=lost)
+        report = rep.merge(
+            parts, window_steps=options.steps, run_info=run_info, unreadable=lost, matched=matching
+        )
         if job_path is not None and job_path.get("length_us") is not None:
             rep.add_savings(
                 report,

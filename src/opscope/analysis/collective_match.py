@@ -7,9 +7,7 @@ of the job; :func:`stragglers` names the ranks the others wait for.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
@@ -18,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from opscope.analysis.collectives import P2P_TYPES, SAME_SIZE_TYPES
+from opscope.analysis.instance_table import InstanceBlock, Instances, straggler_sums
 
 # -- matching across ranks -------------------------------------------------------------------
 
@@ -41,6 +40,9 @@ class CollectiveColumns:
     end: np.ndarray
     dur_us: np.ndarray
     pg_size: np.ndarray  # -1 where None
+    #: each record's position in its rank's list (None: not known, as for columns made
+    #: directly; the instances' members then have none)
+    position: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.rank)
@@ -82,6 +84,7 @@ def collective_columns(
             "end",
             "dur_us",
             "pg_size",
+            "position",
         )
     }
     for r, recs in records_by_rank.items():
@@ -100,6 +103,7 @@ def collective_columns(
         parts["end"].append(np.fromiter(map(itemgetter("end_ns"), recs), np.int64, n))
         parts["dur_us"].append(np.fromiter(map(itemgetter("dur_us"), recs), np.float64, n))
         parts["pg_size"].append(_int_or(map(itemgetter("pg_size"), recs), n)[0])
+        parts["position"].append(np.arange(n, dtype=np.int64))
     empty = {"has_seq": np.zeros(0, dtype=bool), "dur_us": np.zeros(0, dtype=np.float64)}
     cols = {
         k: np.concatenate(v) if v else empty.get(k, np.zeros(0, dtype=np.int64))
@@ -129,7 +133,7 @@ INSTANCE_KEYS = (
 
 def match_collectives(
     records_by_rank: Mapping[int, Sequence[Mapping[str, Any]]] | CollectiveColumns,
-) -> tuple[list[dict[str, Any]], list[str]]:
+) -> tuple[Instances, list[str]]:
     """Line the ranks' collective records up into instances: ``(instances, warnings)``.
 
     Per process group, records are matched by ``seq`` when every record of the group (on
@@ -150,26 +154,28 @@ def match_collectives(
     arrival - first), ``end_skew_us`` (last end - first), ``wait_us`` (``{"<rank>": last
     arrival - own arrival}``), ``dur_us`` (the transfer time: the shortest record duration
     over the ranks, the last arrival's in effect) and ``bytes`` (the largest known).
-    Instances come per group (groups by name), in ``seq``/index order.
+    Instances come per group (groups by name), in ``seq``/index order, as
+    :class:`~opscope.analysis.instance_table.Instances`: a sequence of those dicts made as
+    they are read, the waits kept as arrays until then.
     """
     cols = (
         records_by_rank
         if isinstance(records_by_rank, CollectiveColumns)
         else collective_columns(records_by_rank)
     )
-    instances: list[dict[str, Any]] = []
+    blocks: list[InstanceBlock] = []
     warnings: list[str] = []
     if not len(cols):
-        return instances, warnings
+        return Instances(), warnings
     p2p_codes = [i for i, n in enumerate(cols.names) if n in P2P_TYPES]
     p2p = np.isin(cols.name, p2p_codes) if p2p_codes else np.zeros(len(cols), dtype=bool)
     for pg_code in sorted(range(len(cols.pgs)), key=lambda i: cols.pgs[i]):
         mask = (cols.pg == pg_code) & ~p2p
         if mask.all():  # all records: no gathers needed (nor their 8 bytes a record)
-            _match_group(cols, cols.pgs[pg_code], None, instances, warnings)
+            _match_group(cols, cols.pgs[pg_code], None, blocks, warnings)
         elif mask.any():
-            _match_group(cols, cols.pgs[pg_code], np.flatnonzero(mask), instances, warnings)
-    return instances, warnings
+            _match_group(cols, cols.pgs[pg_code], np.flatnonzero(mask), blocks, warnings)
+    return Instances(blocks), warnings
 
 
 def _majority_outliers(values: np.ndarray, ranks: np.ndarray) -> tuple[Any, list[int]]:
@@ -190,24 +196,11 @@ def _rank_codes(rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq.astype(np.int64), inverse.reshape(-1).astype(np.int64)
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """The cyclic collector paused: building 10^5 instance dicts otherwise sets it off again
-    and again over containers that hold no cycle."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def _match_group(
     cols: CollectiveColumns,
     pg: str,
     sel: np.ndarray | None,
-    instances: list[dict[str, Any]],
+    blocks: list[InstanceBlock],
     warnings: list[str],
 ) -> None:
     """Match the records of one group (``sel``: their positions, sorted; None: all)."""
@@ -317,6 +310,11 @@ def _match_group(
     dur = np.minimum.reduceat(cols.dur_us[rows], starts)
     name_of = cols.name[rows[starts]]
     key_of = key[starts]
+    position = (
+        np.full(len(rows), -1, dtype=np.int32)
+        if cols.position is None
+        else cols.position[rows].astype(np.int32)
+    )
     arrival = cols.arrival[rows]
     del rows, key, group_of
     first = np.minimum.reduceat(arrival, starts)
@@ -339,77 +337,26 @@ def _match_group(
         partial.tolist(), starts[partial].tolist(), (starts + counts)[partial].tolist(), strict=True
     ):
         ranks_of[g] = rank[a:b].tolist()
-    del rank, code
-    _instances(
-        pg,
-        cols.names,
-        group_ranks.tolist(),
-        {
-            "name": name_of,
-            "seq": key_of,
-            "last_rank": last_rank,
-            "start_skew_us": np.round((last - first) / 1000.0, 3),
-            "end_skew_us": np.round(end_skew / 1000.0, 3),
-            "dur_us": dur,
-            "bytes": b_max,
-        },
-        (wait, starts, ranks_of),
-        instances=instances,
+    del code
+    blocks.append(
+        InstanceBlock(
+            pg=pg,
+            names=cols.names,
+            group_ranks=group_ranks.tolist(),
+            name=name_of,
+            seq=key_of,
+            last_rank=last_rank,
+            start_skew_us=np.round((last - first) / 1000.0, 3),
+            end_skew_us=np.round(end_skew / 1000.0, 3),
+            dur_us=dur,
+            bytes=b_max,
+            starts=np.r_[starts, len(wait)].astype(np.int64),
+            rank=rank.astype(np.int32),
+            position=position,
+            wait_us=wait,
+            partial=ranks_of,
+        )
     )
-
-
-#: Instances whose dicts are made per block: one block's waits become floats at a time.
-_BLOCK = 4096
-
-
-def _instances(
-    pg: str,
-    names: list[str],
-    group_ranks: list[int],
-    per: dict[str, np.ndarray],
-    waits: tuple[np.ndarray, np.ndarray, list[list[int] | None]],
-    *,
-    instances: list[dict[str, Any]],
-) -> None:
-    """Append the dicts of one group's instances to ``instances``: ``per``, the instances'
-    columns; ``waits``: every record's wait (instance by instance, ranks in order), each
-    instance's first record, and the ranks of each instance that lacks some (None: all of
-    ``group_ranks``)."""
-    wait, starts, ranks_of = waits
-    key_of = {r: str(r) for r in group_ranks}
-    full_keys = list(key_of.values())  # one string per rank, shared by every instance's waits
-    n = len(ranks_of)
-    cuts = [*starts[::_BLOCK].tolist(), len(wait)]
-    columns = [per[k].tolist() for k in ("name", "seq", "last_rank")]
-    columns += [per[k].tolist() for k in ("start_skew_us", "end_skew_us", "dur_us", "bytes")]
-    with _no_gc():
-        for b, g0 in enumerate(range(0, n, _BLOCK)):
-            # each wait dict takes the next values of the block (zip stops at the keys first)
-            flat = iter(wait[cuts[b] : cuts[b + 1]].tolist())
-            g1 = min(n, g0 + _BLOCK)
-            instances.extend(
-                {
-                    "name": names[nm],
-                    "pg": pg,
-                    "seq": k,
-                    "ranks": list(group_ranks) if rk is None else rk,
-                    "last_rank": lr,
-                    "start_skew_us": ss,
-                    "end_skew_us": es,
-                    "wait_us": dict(
-                        zip(full_keys if rk is None else [key_of[r] for r in rk], flat)  # noqa: B905
-                    ),
-                    "dur_us": d,
-                    "bytes": by if by >= 0 else None,
-                }
-                for nm, k, rk, lr, ss, es, d, by in zip(
-                    columns[0][g0:g1],
-                    columns[1][g0:g1],
-                    ranks_of[g0:g1],
-                    *(c[g0:g1] for c in columns[2:]),
-                    strict=True,
-                )
-            )
 
 
 # -- stragglers ------------------------------------------------------------------------------
@@ -439,6 +386,35 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
     Only the ranks that stand out are returned.
     """
+    if isinstance(instances, Instances):
+        caused, own, times_last, rank_time = straggler_sums(instances)
+    else:
+        caused, own, times_last, rank_time = _straggler_sums(instances)
+    ranks = sorted(own, key=int)
+    out: list[dict[str, Any]] = []
+    for r in ranks:
+        mine = caused.get(r, 0.0)
+        others = [caused.get(o, 0.0) for o in ranks if o != r]
+        median = float(np.median(others)) if others else 0.0
+        if mine <= 0 or mine < STRAGGLER_RATIO * median or mine < STRAGGLER_SHARE * rank_time:
+            continue
+        out.append(
+            {
+                "rank": int(r),
+                "times_last": times_last.get(r, 0),
+                "caused_wait_us": round(mine, 3),
+                "own_wait_us": round(own.get(r, 0.0), 3),
+                "cause": None,
+            }
+        )
+    out.sort(key=lambda d: (-d["caused_wait_us"], d["rank"]))
+    return out
+
+
+def _straggler_sums(
+    instances: Sequence[Mapping[str, Any]],
+) -> tuple[dict[str, float], dict[str, float], dict[str, int], float]:
+    """:func:`~opscope.analysis.instance_table.straggler_sums` over instance dicts."""
     caused: dict[str, float] = {}
     own: dict[str, float] = {}
     times_last: dict[str, int] = {}
@@ -461,25 +437,7 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         sums = flat.reshape(len(rows), len(keys)).sum(axis=0)
         for k, s in zip(keys, sums.tolist(), strict=True):
             own[k] = own.get(k, 0.0) + s
-    ranks = sorted(own, key=int)
-    out: list[dict[str, Any]] = []
-    for r in ranks:
-        mine = caused.get(r, 0.0)
-        others = [caused.get(o, 0.0) for o in ranks if o != r]
-        median = float(np.median(others)) if others else 0.0
-        if mine <= 0 or mine < STRAGGLER_RATIO * median or mine < STRAGGLER_SHARE * rank_time:
-            continue
-        out.append(
-            {
-                "rank": int(r),
-                "times_last": times_last.get(r, 0),
-                "caused_wait_us": round(mine, 3),
-                "own_wait_us": round(own.get(r, 0.0), 3),
-                "cause": None,
-            }
-        )
-    out.sort(key=lambda d: (-d["caused_wait_us"], d["rank"]))
-    return out
+    return caused, own, times_last, rank_time
 
 
 def instance_members(
@@ -489,7 +447,13 @@ def instance_members(
     """For each instance of :func:`match_collectives` over ``records_by_rank``: ``{rank:
     position of its record in that rank's list}``, by the rules of the matching (per process
     group, the key is ``seq`` when every record of the group has one, else ``index``;
-    point-to-point records are not matched; a rank's first record of a key is the one kept)."""
+    point-to-point records are not matched; a rank's first record of a key is the one kept).
+    Matched :class:`~opscope.analysis.instance_table.Instances` of those records know their
+    members' positions already."""
+    if isinstance(instances, Instances) and all(
+        len(b.position) == 0 or int(b.position[0]) >= 0 for b in instances.blocks
+    ):
+        return instances.members()
     has_seq: dict[str, bool] = {}
     for recs in records_by_rank.values():
         for rec in recs:

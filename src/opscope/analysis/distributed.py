@@ -27,8 +27,10 @@ reports alone (no events), so a job merge and a single rank give it the same way
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from opscope.analysis.instance_table import Instances, transfer_sums
 
 if TYPE_CHECKING:
     from opscope.analysis.job import RankReport
@@ -118,12 +120,14 @@ def _link(ranks: Sequence[RankReport]) -> dict[str, Any] | None:
     return links[0] if links and all(x == links[0] for x in links) else None
 
 
-def _add_transfer(groups: list[dict[str, Any]], instances: Sequence[dict[str, Any]]) -> None:
+def _add_transfer(groups: list[dict[str, Any]], instances: Sequence[Mapping[str, Any]]) -> None:
     """Per group, from the matched instances: ``instances``, ``transfer_us`` (the instances'
     transfer times summed: the wall time the transfers take, waits left out) and the bus
     bandwidth over it (``transfer_busbw_gbps``)."""
-    sums: dict[tuple[str, str], list[float]] = {}
-    for inst in instances:
+    sums: dict[tuple[str, str], list[float]] = (
+        transfer_sums(instances) if isinstance(instances, Instances) else {}
+    )
+    for inst in () if isinstance(instances, Instances) else instances:
         key = (str(inst.get("name")), str(inst.get("pg")))
         acc = sums.setdefault(key, [0.0, 0.0, 0.0, 0.0])
         acc[0] += 1
@@ -184,7 +188,7 @@ def _span(steps: tuple[int, ...]) -> str:
 
 def distributed_section(
     ranks: Sequence[RankReport],
-    instances: list[dict[str, Any]] | None = None,
+    instances: Sequence[Mapping[str, Any]] | None = None,
     stragglers: list[dict[str, Any]] | None = None,
     warnings: list[str] | None = None,
     clock: dict[str, Any] | None = None,
@@ -197,7 +201,9 @@ def distributed_section(
     sources = {str(r.rank): _source_of(str(r.source.get("rank_source", "order"))) for r in ranks}
     counted = {s: list(sources.values()).count(s) for s in set(sources.values())}
     waits: dict[int, float] = {}
-    for inst in instances or []:
+    if isinstance(instances, Instances):
+        waits = instances.wait_by_rank()
+    for inst in () if isinstance(instances, Instances) else instances or []:
         for rank, w in (inst.get("wait_us") or {}).items():
             waits[int(rank)] = waits.get(int(rank), 0.0) + float(w)
     per_rank = []
@@ -239,7 +245,9 @@ def distributed_section(
         "per_rank": per_rank,
         "by_collective": groups,
         "interconnect": link,
-        "instances": instances or [],
+        "instances": instances.dicts()
+        if isinstance(instances, Instances)
+        else list(instances or []),
         "stragglers": stragglers or [],
         "warnings": notes,
     }

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -25,6 +25,7 @@ from opscope.analysis.critical.job import job_paths
 from opscope.analysis.critical.path import plain
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
+from opscope.analysis.instance_table import Instances
 from opscope.analysis.job import RankReport
 from opscope.analysis.job_findings import (
     comm_bandwidth,
@@ -203,11 +204,13 @@ def merge(
     window_steps: tuple[int, int] | None = None,
     run_info: dict[str, Any] | None = None,
     unreadable: Sequence[dict[str, Any]] = (),
+    matched: Matching | None = None,
 ) -> Report:
     """The job report of rank reports (see :mod:`opscope.analysis.job`): no events needed;
     ``trace``, when given, is kept for renderers that draw the timeline.  ``unreadable``: the
     job's files that could not be read (``TraceMeta.unreadable``), named in ``source`` and,
-    where their rank is known, in ``distributed.missing_ranks``."""
+    where their rank is known, in ``distributed.missing_ranks``.  ``matched``: the
+    :func:`matching` of these ranks, when the caller has made it (else it is made here)."""
     ranks = sorted(ranks, key=lambda r: r.rank)
     ops = job.merge_op_tables([r.ops for r in ranks])
     timeline = job.merge_timelines([r.timeline for r in ranks])
@@ -225,7 +228,7 @@ def merge(
         ranks=ranks,
     )
     if has_distributed(ranks):
-        report.extra["distributed"] = _distributed(ranks)
+        report.extra["distributed"] = _distributed(ranks, matched)
     dist = report.extra.get("distributed") or {}
     waits = {r["rank"]: r.get("wait_us") for r in dist.get("per_rank") or []}
     found_in = [replace(r, findings=discount_waits(r, waits.get(r.rank))) for r in ranks]
@@ -260,30 +263,35 @@ def note_unreadable(report: Report, unreadable: Sequence[dict[str, Any]]) -> Non
         dist["missing_ranks"] = sorted((set(dist.get("missing_ranks") or []) | known) - present)
 
 
-def _matched(
-    ranks: list[RankReport],
-) -> tuple[dict[int, list[dict[str, Any]]], list[dict[str, Any]], list[str], dict[str, Any]]:
-    """The ranks' collective records (on one clock where the data support it), matched:
-    ``(records, instances, warnings, clock)``."""
+class Matching(NamedTuple):
+    """A job's collectives matched across its ranks (:func:`matching`)."""
+
+    records: dict[int, list[dict[str, Any]]]  # each rank's, on one clock where applied
+    instances: Instances
+    warnings: list[str]
+    clock: dict[str, Any]
+
+
+def matching(ranks: Sequence[RankReport]) -> Matching:
+    """The ranks' collective records (on one clock where the data support it), matched."""
     records = {r.rank: r.collectives for r in ranks}
     clock = clocks.estimate(records)
     if clock["applied"]:
         records = clocks.corrected(records, clock["offsets_us"])
     instances, warnings = match_collectives(records)
-    return records, instances, warnings, clock
+    return Matching(records, instances, warnings, clock)
 
 
-def matched(
-    ranks: list[RankReport],
-) -> tuple[dict[int, list[dict[str, Any]]], list[dict[str, Any]]]:
+def matched(ranks: list[RankReport]) -> tuple[dict[int, list[dict[str, Any]]], Instances]:
     """The ranks' collective records (clock-corrected where applied) and their instances."""
-    records, instances, _w, _c = _matched(ranks)
-    return records, instances
+    got = matching(ranks)
+    return got.records, got.instances
 
 
-def _distributed(ranks: list[RankReport]) -> dict[str, Any]:
-    """The ``distributed`` section of a job: its ranks' collectives matched into instances."""
-    _records, instances, warnings, clock = _matched(ranks)
+def _distributed(ranks: list[RankReport], got: Matching | None = None) -> dict[str, Any]:
+    """The ``distributed`` section of a job: its ranks' collectives matched into instances
+    (``got``: that matching, when the caller has it already)."""
+    _records, instances, warnings, clock = got if got is not None else matching(ranks)
     late = [{**s, "cause": straggler_cause(int(s["rank"]), ranks)} for s in stragglers(instances)]
     return distributed_section(ranks, instances, late, warnings, clock=clock)
 
@@ -497,14 +505,19 @@ def analyze(
         for t in traces
     ]
     # the job's critical path needs the ranks' events: it is joined here, not in the merge
-    records, instances, _w, _c = _matched(parts)
+    got = matching(parts)
     by_rank = {int(t.meta.ranks[0]): t for t in traces}
-    paths = job_paths(by_rank, records, instances, steps)
+    paths = job_paths(by_rank, got.records, got.instances, steps)
     for part in parts:
         if part.rank in paths.per_rank:
             part.extra["critical_path"] = paths.per_rank[part.rank]
     report = merge(
-        parts, trace=trace, window_steps=steps, run_info=run_info, unreadable=trace.meta.unreadable
+        parts,
+        trace=trace,
+        window_steps=steps,
+        run_info=run_info,
+        unreadable=trace.meta.unreadable,
+        matched=got,
     )
     if paths.job is not None:
         report.extra["critical_path"] = paths.job
