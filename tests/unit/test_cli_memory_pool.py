@@ -1,0 +1,56 @@
+"""The commands that read traces take Arrow's buffers from the C allocator; the commands that
+run the user's program, and a user's own choice, are left alone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = """
+import sys
+from opscope.cli.main import main
+code = main(sys.argv[1:])
+import os, pyarrow as pa
+print(code, os.environ.get("ARROW_DEFAULT_MEMORY_POOL"), pa.default_memory_pool().backend_name)
+"""
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> list[str]:
+    base = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**base, **(env or {})},
+    )
+    return out.stdout.strip().splitlines()[-1].split()
+
+
+def test_a_report_uses_the_system_pool(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    trace.write_text(
+        '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm",'
+        ' "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}'
+    )
+    assert run("report", str(trace), "--format", "json", "-o", str(tmp_path / "o.json")) == [
+        "0",
+        "system",
+        "system",
+    ]
+
+
+def test_the_users_choice_is_kept(tmp_path: Path) -> None:
+    code, var, pool = run(
+        "report", "/nonexistent.json", env={"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
+    )
+    assert (code, var, pool) == ("1", "jemalloc", "jemalloc")
+
+
+def test_a_command_that_runs_the_users_program_is_left_alone() -> None:
+    code, var, pool = run("profile", "/nonexistent_script.py")
+    assert code != "0"
+    assert var == "None" and pool != "system"  # Arrow's own default (mimalloc in its wheels)
