@@ -94,7 +94,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 COLLECTIVES: tuple[str, ...] = (
     "all_reduce",
@@ -136,14 +136,26 @@ class CommPattern:
 
     ``needles``: lower-case texts one of which every name the row matches contains (a cheap
     test before the regex); ``device`` is False for host-side communication work (Gloo);
-    ``whole``: the regex is matched against the whole name, not its identifier."""
+    ``whole``: the regex is matched against the whole name, not its identifier.  The regex
+    is compiled on its first use (a trace meets the rows of one or two libraries; compiling
+    all of them cost every process a few milliseconds)."""
 
     family: str
     needles: tuple[str, ...]
-    regex: re.Pattern[str]
+    pattern: str
     collective: str | None
     device: bool = True
     whole: bool = False
+    flags: int = 0
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return _compiled(self.pattern, self.flags)
+
+
+@cache
+def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
 
 
 # Collective words as the libraries spell them, most specific first (``reduce_scatter`` before
@@ -207,7 +219,7 @@ def _row(
     device: bool = True,
 ) -> CommPattern:
     needles = (needle,) if isinstance(needle, str) else needle
-    return CommPattern(family, needles, re.compile(pattern, flags), collective, device)
+    return CommPattern(family, needles, pattern, collective, device, flags=flags)
 
 
 def _named(
@@ -237,16 +249,15 @@ def _aiu() -> tuple[CommPattern, ...]:
         CommPattern(
             "aiu",
             ("senrdma",),
-            re.compile(rf"^SenRdma(?:Send|Receive).*?\[sync=[^\]]*?(?:{w})", re.I),
+            rf"^SenRdma(?:Send|Receive).*?\[sync=[^\]]*?(?:{w})",
             c,
             whole=True,
+            flags=re.I,
         )
         for c, w in _COLL_WORDS
     ]
-    rows.append(CommPattern("aiu", ("senrdma",), re.compile(r"^SenRdmaSend"), "send", whole=True))
-    rows.append(
-        CommPattern("aiu", ("senrdma",), re.compile(r"^SenRdmaReceive"), "recv", whole=True)
-    )
+    rows.append(CommPattern("aiu", ("senrdma",), r"^SenRdmaSend", "send", whole=True))
+    rows.append(CommPattern("aiu", ("senrdma",), r"^SenRdmaReceive", "recv", whole=True))
     return tuple(rows)
 
 
