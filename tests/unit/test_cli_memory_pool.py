@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = """
 import sys
 from opscope.cli.main import main
@@ -54,3 +56,30 @@ def test_a_command_that_runs_the_users_program_is_left_alone() -> None:
     code, var, pool = run("profile", "/nonexistent_script.py")
     assert code != "0"
     assert var == "None" and pool != "system"  # Arrow's own default (mimalloc in its wheels)
+
+
+class FakeLibc:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.calls.append((param, value))
+        return 1
+
+
+def test_glibc_keeps_the_freed_memory_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+
+    from opscope.cli import main as cli
+
+    fake = FakeLibc()
+    monkeypatch.setattr(ctypes, "CDLL", lambda _name: fake)
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "system")
+    monkeypatch.delenv("OPSCOPE_MALLOPT", raising=False)
+    cli.trace_reader_memory()
+    if sys.platform.startswith("linux"):
+        assert dict(fake.calls) == {-3: 32 << 20, -1: 1 << 30, -2: 64 << 20}
+    fake.calls.clear()
+    monkeypatch.setenv("OPSCOPE_MALLOPT", "0")
+    cli.trace_reader_memory()
+    assert fake.calls == []
