@@ -29,6 +29,7 @@ from opscope.trace.rows import DictRows, NotTyped, StructRows, decode_structs, i
 
 # Arguments lifted into their own columns (they also stay in ``args``).
 _FLOW_CATS = frozenset(("ac2g", "async_cpu_to_gpu", "async_gpu", "async"))
+_FLOW_CAT_VALUES = pa.array(sorted(_FLOW_CATS), pa.string())
 _UNTIMED = frozenset(("i", "I", "C", "b", "e", "n", "P", "O", "N", "D", "R", "(", ")"))
 
 
@@ -86,7 +87,7 @@ def _flow_batch(flows: Rows, ts: np.ndarray, bad: np.ndarray) -> tuple[pa.Record
     """Flow events -> their batch (None when no flow category is kept) and the rows dropped."""
     cats = str_array(flows.field("cat"))
     keep = np.asarray(
-        pc.is_in(cats, pa.array(sorted(_FLOW_CATS))).to_numpy(zero_copy_only=False),
+        pc.is_in(cats, _FLOW_CAT_VALUES).to_numpy(zero_copy_only=False),
         dtype=bool,
     )
     if not keep.any():
@@ -256,6 +257,31 @@ def _as_bools(arr: pa.Array) -> np.ndarray:
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _phase_bytes(ph: pa.Array) -> np.ndarray:
+    """Each event's ``ph`` as its byte when it is one character, else 0: read from the string
+    array's buffers (the scanner's ``ph`` has no nulls), no Arrow kernel per phase test."""
+    n = len(ph)
+    buffers = ph.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=4 * ph.offset)
+    data = buffers[2]
+    out = np.zeros(n, dtype=np.uint8)
+    one = np.diff(offsets) == 1
+    if data is not None and one.any():
+        out[one] = np.frombuffer(data, dtype=np.uint8)[offsets[:-1][one]]
+    return out
+
+
+def _byte_table(chars: str) -> np.ndarray:
+    table = np.zeros(256, dtype=bool)
+    table[[ord(c) for c in chars]] = True
+    return table
+
+
+_X_BYTE = ord("X")
+_FLOW_BYTES = _byte_table("fst")
+_STATE_BYTES = _byte_table("BEM")
+
+
 def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
     """:func:`_convert` over the C scanner's columns: the same parts, from whole columns."""
     n = cols.n
@@ -263,7 +289,8 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
     if n == 0:
         return parts
     ts, ts_bad = cols.ts_ns, cols.ts_flag != 0
-    is_x = _as_bools(pc.equal(cols.ph, "X"))
+    phase = _phase_bytes(cols.ph)
+    is_x = phase == _X_BYTE
     if is_x.any():
         dur = cols.dur_ns
         neg = dur < 0
@@ -291,26 +318,27 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
     if is_x.all():
         return parts
     rows = np.flatnonzero(~is_x)
-    ph = cols.ph.take(pa.array(rows))
-    is_flow = _as_bools(pc.is_in(ph, _FLOW_PHASES))
-    is_other = _as_bools(pc.is_in(ph, _STATE_PHASES))
+    phase = phase[rows]
+    is_flow = _FLOW_BYTES[phase]
+    is_other = _STATE_BYTES[phase]
     rest = ~(is_flow | is_other)
     if is_other.any():
         o_rows = rows[is_other]
         spans = zip(cols.starts[o_rows].tolist(), cols.ends[o_rows].tolist(), strict=True)
         events = StructRows(decode_structs(b"[" + b",".join(piece[a:b] for a, b in spans) + b"]"))
-        o_ph = ph.filter(pa.array(is_other)).to_pylist()
+        o_ph = list(map(chr, phase[is_other].tolist()))
         parts.others = [
             (i, p, events.event(j), int(ts[i]), bool(ts_bad[i]))
             for j, (i, p) in enumerate(zip(o_rows.tolist(), o_ph, strict=True))
         ]
     if rest.any():
-        parts.reasons = _phase_reasons(rows[rest], ph.filter(pa.array(rest)))
+        r_rows = rows[rest]
+        parts.reasons = _phase_reasons(r_rows, cols.ph.take(pa.array(r_rows)))
     if is_flow.any():
         f_rows = rows[is_flow]
         take = pa.array(f_rows)
         cats = cols.cat.take(take)
-        keep = _as_bools(pc.is_in(cats, pa.array(sorted(_FLOW_CATS))))
+        keep = _as_bools(pc.is_in(cats, _FLOW_CAT_VALUES))
         if keep.any():
             f_rows = f_rows[keep]
             take = pa.array(f_rows)
