@@ -335,7 +335,7 @@ def _steps(
     srows = np.flatnonzero(kind == _KIND["step"])
     if not len(srows):
         return step
-    names = events.column("name").take(pa.array(srows)).cast(pa.string()).to_pylist()
+    names = events.column("name").take(pa.array(srows)).to_pylist()  # a dictionary's values
     idx = []
     keep = []
     for r, nm in zip(srows.tolist(), names, strict=True):
