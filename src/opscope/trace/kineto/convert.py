@@ -328,8 +328,8 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
         events = StructRows(decode_structs(b"[" + b",".join(piece[a:b] for a, b in spans) + b"]"))
         o_ph = list(map(chr, phase[is_other].tolist()))
         parts.others = [
-            (i, p, events.event(j), int(ts[i]), bool(ts_bad[i]))
-            for j, (i, p) in enumerate(zip(o_rows.tolist(), o_ph, strict=True))
+            (i, p, ev, int(ts[i]), bool(ts_bad[i]))
+            for i, p, ev in zip(o_rows.tolist(), o_ph, events.dicts(range(len(o_ph))), strict=True)
         ]
     if rest.any():
         r_rows = rows[rest]
