@@ -393,7 +393,7 @@ class StructRows:
         out = []
         for e, raw in zip(events, raws, strict=True):
             values = msgspec.structs.astuple(e)
-            d = {f: v for f, v in zip(_FIELDS[:-1], values) if v is not None}
+            d = {f: v for f, v in zip(_FIELDS[:-1], values[:-1], strict=True) if v is not None}
             ts = raw_value(bytes(values[_TS]))
             if ts is None:
                 del d["ts"]
