@@ -111,6 +111,20 @@ def _chunks(col: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
     return list(col.chunks) if isinstance(col, pa.ChunkedArray) else [col]
 
 
+# a dictionary of at most this many entries is sorted in Python: no Arrow kernel to start
+_FEW_VALUES = 256
+
+
+def _few_codes(entries: list[str | None], idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Codes.of` of a small dictionary (``entries``, its values in order) and its rows'
+    indices (-1 null): the same codes and values (Python orders strings by code point, as
+    Arrow orders their UTF-8 bytes)."""
+    distinct = sorted({v for v in entries if v is not None})
+    at = {v: i for i, v in enumerate(distinct)}
+    canon = np.asarray([-1 if v is None else at[v] for v in entries] + [-1], dtype=np.int32)
+    return canon[idx], np.asarray(distinct, dtype=object).reshape(-1)
+
+
 class Codes:
     """A string column as codes: ``codes[row]`` indexes ``values``, the column's distinct
     non-null strings in sorted order (so comparing codes compares the strings); -1 is null.
@@ -144,6 +158,8 @@ class Codes:
             dictionary = dictionary.cast(pa.string())
         idx = np.concatenate([ints(c.indices) for c in arr.chunks])
         k = len(dictionary)
+        if k <= _FEW_VALUES:
+            return cls(*_few_codes(dictionary.to_pylist(), idx))
         # distinct values, sorted; each dictionary entry -> its value's position
         order = np.asarray(pc.array_sort_indices(dictionary), dtype=np.int64)
         ordered = dictionary.take(pa.array(order))
