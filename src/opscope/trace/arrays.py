@@ -238,6 +238,8 @@ class Codes:
         """Rows starting with ``prefix``."""
         if not len(self.values):
             return np.zeros(len(self.codes), dtype=bool)
+        if len(self.values) <= _FEW_VALUES:
+            return self.passing(lambda v: v.startswith(prefix))
         return self.rows(bools(pc.starts_with(self.arrow_values, prefix)))
 
     def text_codes(self) -> np.ndarray:
