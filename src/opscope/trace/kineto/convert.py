@@ -271,6 +271,25 @@ def _phase_bytes(ph: pa.Array) -> np.ndarray:
     return out
 
 
+def _text_in(texts: pa.Array, values: frozenset[str]) -> np.ndarray:
+    """Whether each string of a string array without nulls (a scanner column, or rows taken
+    from one) is one of ``values``: its bytes compared from the array's buffers."""
+    n = len(texts)
+    buffers = texts.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=4 * texts.offset)
+    data = np.frombuffer(buffers[2] or b"", dtype=np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    out = np.zeros(n, dtype=bool)
+    for value in values:
+        want = np.frombuffer(value.encode(), dtype=np.uint8)
+        rows = np.flatnonzero(lengths == len(want))
+        if len(rows) and len(want):
+            got = data[starts[rows, None] + np.arange(len(want))]
+            rows = rows[(got == want).all(axis=1)]
+        out[rows] = True
+    return out
+
+
 def _byte_table(chars: str) -> np.ndarray:
     table = np.zeros(256, dtype=bool)
     table[[ord(c) for c in chars]] = True
@@ -338,7 +357,7 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
         f_rows = rows[is_flow]
         take = pa.array(f_rows)
         cats = cols.cat.take(take)
-        keep = _as_bools(pc.is_in(cats, _FLOW_CAT_VALUES))
+        keep = _text_in(cats, _FLOW_CATS)
         if keep.any():
             f_rows = f_rows[keep]
             take = pa.array(f_rows)
