@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from opscope.trace.arrays import ints
 from opscope.trace.schema import KINDS, SOURCES
 
 _SRC = {s: i for i, s in enumerate(SOURCES)}
@@ -58,8 +59,7 @@ def _codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 def _ints(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(values with nulls as 0, valid mask)."""
     valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    vals = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    return vals, valid
+    return ints(col, 0), valid
 
 
 def _dictionary(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
