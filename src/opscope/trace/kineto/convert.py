@@ -362,7 +362,7 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
             f_rows = f_rows[keep]
             take = pa.array(f_rows)
             ida = cols.flow_id.take(take)
-            fbad = ts_bad[f_rows] | _as_bools(ida.is_null())
+            fbad = ts_bad[f_rows] | (_as_bools(ida.is_null()) if ida.null_count else False)
             batch = pa.record_batch(
                 [
                     ida,
