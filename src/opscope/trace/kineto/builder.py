@@ -111,7 +111,7 @@ class KinetoBuilder:
             self.flow_chunks.append(parts.flows)
 
     def _metadata(self, ev: dict[str, Any]) -> None:
-        name = ev.get("name")
+        name = ev.get("name")  # one of convert.NAMED_METADATA, else nothing to keep
         a = ev.get("args")
         label = a.get("name") if type(a) is dict else None
         if label is None:

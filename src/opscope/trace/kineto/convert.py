@@ -30,6 +30,8 @@ from opscope.trace.rows import DictRows, NotTyped, StructRows, decode_structs, i
 # Arguments lifted into their own columns (they also stay in ``args``).
 _FLOW_CATS = frozenset(("ac2g", "async_cpu_to_gpu", "async_gpu", "async"))
 _FLOW_CAT_VALUES = pa.array(sorted(_FLOW_CATS), pa.string())
+# the metadata events (ph M) the builder reads (KinetoBuilder._metadata); others change nothing
+NAMED_METADATA = frozenset(("process_name", "thread_name"))
 _UNTIMED = frozenset(("i", "I", "C", "b", "e", "n", "P", "O", "N", "D", "R", "(", ")"))
 
 
@@ -346,9 +348,13 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
         spans = zip(cols.starts[o_rows].tolist(), cols.ends[o_rows].tolist(), strict=True)
         events = StructRows(decode_structs(b"[" + b",".join(piece[a:b] for a, b in spans) + b"]"))
         o_ph = list(map(chr, phase[is_other].tolist()))
+        # metadata the builder does not read becomes no dict (it changes no state there)
+        names = [e.name for e in events.events]
+        read = [j for j, p in enumerate(o_ph) if p != "M" or names[j] in NAMED_METADATA]
+        o_list = o_rows.tolist()
         parts.others = [
-            (i, p, ev, int(ts[i]), bool(ts_bad[i]))
-            for i, p, ev in zip(o_rows.tolist(), o_ph, events.dicts(range(len(o_ph))), strict=True)
+            (o_list[j], o_ph[j], ev, int(ts[o_list[j]]), bool(ts_bad[o_list[j]]))
+            for j, ev in zip(read, events.dicts(read), strict=True)
         ]
     if rest.any():
         r_rows = rows[rest]
