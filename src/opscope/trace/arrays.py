@@ -36,11 +36,28 @@ def _filled(chunk: pa.Array, fill: int) -> np.ndarray:
     if not chunk.null_count:
         return np.asarray(chunk.to_numpy(zero_copy_only=False), dtype=np.int64)
     n, at = len(chunk), chunk.offset
-    validity, data = chunk.buffers()[:2]
     dtype = np.dtype(chunk.type.to_pandas_dtype())
-    values = np.frombuffer(data, dtype=dtype, count=n, offset=at * dtype.itemsize)
-    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=at + n, bitorder="little")
-    return np.where(bits[at:].astype(bool), values.astype(np.int64), fill)
+    values = np.frombuffer(chunk.buffers()[1], dtype=dtype, count=n, offset=at * dtype.itemsize)
+    return np.where(_bitmap(chunk), values.astype(np.int64), fill)
+
+
+def _bitmap(chunk: pa.Array) -> np.ndarray:
+    """A chunk's validity bitmap as a bool array (the chunk has one: nulls, a plain type)."""
+    n, at = len(chunk), chunk.offset
+    bytes_ = np.frombuffer(chunk.buffers()[0], dtype=np.uint8)
+    return np.unpackbits(bytes_, count=at + n, bitorder="little")[at:].astype(bool)
+
+
+def valid(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Whether each value of a column is not null (``is_valid``; read from the validity
+    bitmaps of integer, boolean and string columns)."""
+    if not col.null_count:
+        return np.ones(len(col), dtype=bool)
+    if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type)):
+        return bools(col.is_valid())
+    return np.concatenate(
+        [_bitmap(c) if c.null_count else np.ones(len(c), dtype=bool) for c in _chunks(col)]
+    )
 
 
 def bools(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -54,6 +71,24 @@ def strings(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     arr = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
     arr = arr.fill_null("") if arr.null_count else arr
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def values_at(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> list[Any]:
+    """The Python values of ``rows`` of a column (``col.take(rows).to_pylist()``); a column of
+    at most :data:`_FEW_VALUES` rows is read whole instead (no Arrow kernel to start: the
+    first one a process runs costs a fixed ~0.2 ms)."""
+    if len(col) <= _FEW_VALUES:
+        values = col.to_pylist()
+        return [values[i] for i in rows.tolist()]
+    return list(col.take(pa.array(rows)).to_pylist())
+
+
+def take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    """``arr.take(rows)`` of a plain (not dictionary) array: a short one through
+    :func:`values_at`."""
+    if len(arr) <= _FEW_VALUES and not pa.types.is_dictionary(arr.type):
+        return pa.array(values_at(arr, rows), arr.type)
+    return arr.take(pa.array(rows))
 
 
 def distinct(col: pa.ChunkedArray | pa.Array, mask: np.ndarray | None = None) -> list[str]:
