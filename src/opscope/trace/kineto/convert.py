@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.trace import native
+from opscope.trace.arrays import take
 from opscope.trace.jsonstream import decode_piece
 from opscope.trace.kineto.columns import RAW_COLUMNS, Rows, id_str_array, str_array
 from opscope.trace.kineto.times import NeedsQuoting, text_times_ns, times_ns
@@ -332,7 +333,8 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
         )
         keep = is_x & ~bad
         if not keep.all():
-            batch = batch.filter(pa.array(keep))
+            kept = np.flatnonzero(keep)
+            batch = pa.record_batch([take(c, kept) for c in batch.columns], schema=batch.schema)
         parts.timed = batch
         if (bad & is_x).any():  # the scanner reads every duration it accepts
             parts.timed_skips = _timed_skips(ts_bad & is_x, cols.ts_flag == 1, None, neg & is_x)
@@ -358,24 +360,22 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
         ]
     if rest.any():
         r_rows = rows[rest]
-        parts.reasons = _phase_reasons(r_rows, cols.ph.take(pa.array(r_rows)))
+        parts.reasons = _phase_reasons(r_rows, take(cols.ph, r_rows))
     if is_flow.any():
         f_rows = rows[is_flow]
-        take = pa.array(f_rows)
-        cats = cols.cat.take(take)
+        cats = take(cols.cat, f_rows)
         keep = _text_in(cats, _FLOW_CATS)
         if keep.any():
             f_rows = f_rows[keep]
-            take = pa.array(f_rows)
-            ida = cols.flow_id.take(take)
+            ida = take(cols.flow_id, f_rows)
             fbad = ts_bad[f_rows] | (_as_bools(ida.is_null()) if ida.null_count else False)
             batch = pa.record_batch(
                 [
                     ida,
-                    cols.ph.take(take),
-                    cols.cat.take(take),
-                    cols.pid.take(take),
-                    cols.tid.take(take),
+                    take(cols.ph, f_rows),
+                    take(cols.cat, f_rows),
+                    take(cols.pid, f_rows),
+                    take(cols.tid, f_rows),
                     pa.array(ts[f_rows], pa.int64()),
                 ],
                 names=["id", "ph", "cat", "pid", "tid", "ts_ns"],
