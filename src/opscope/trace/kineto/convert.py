@@ -317,24 +317,18 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
         dur = cols.dur_ns
         neg = dur < 0
         bad = ts_bad | neg
+        keep = is_x & ~bad
+        columns: list[pa.Array | np.ndarray] = [
+            *(cols.cat, cols.name, cols.pid, cols.tid, ts, dur),
+            *(cols.correlation, cols.external_id, cols.args),
+        ]
+        if not keep.all():  # the timed rows alone
+            kept = np.flatnonzero(keep)
+            columns = [c[kept] if isinstance(c, np.ndarray) else take(c, kept) for c in columns]
         batch = pa.record_batch(
-            [
-                cols.cat,
-                cols.name,
-                cols.pid,
-                cols.tid,
-                pa.array(ts, pa.int64()),
-                pa.array(dur, pa.int64()),
-                cols.correlation,
-                cols.external_id,
-                cols.args,
-            ],
+            [pa.array(c, pa.int64()) if isinstance(c, np.ndarray) else c for c in columns],
             names=list(RAW_COLUMNS),
         )
-        keep = is_x & ~bad
-        if not keep.all():
-            kept = np.flatnonzero(keep)
-            batch = pa.record_batch([take(c, kept) for c in batch.columns], schema=batch.schema)
         parts.timed = batch
         if (bad & is_x).any():  # the scanner reads every duration it accepts
             parts.timed_skips = _timed_skips(ts_bad & is_x, cols.ts_flag == 1, None, neg & is_x)
