@@ -122,8 +122,9 @@ class ByteStream:
                     f"{self.path}: {size} bytes is over the {self.max_bytes} byte limit"
                 )
             data = head
+            read_size = max(1, min(self.block, size))  # no buffer larger than the file
             while True:
-                chunk = fh.read(self.block)
+                chunk = fh.read(read_size)
                 if data:
                     chunk = data + chunk
                     data = b""
@@ -141,8 +142,8 @@ class ByteStream:
         ratio = max_inflate_ratio()
         inflate_cap = max(INFLATE_FLOOR_BYTES, ratio * compressed)
         # read compressed input in smaller pieces so one block of a bomb cannot expand far
-        # past the cap before we look at it
-        read_size = 1 << 20
+        # past the cap before we look at it (and no buffer larger than the file)
+        read_size = max(1, min(1 << 20, compressed))
         while True:
             data = pending + fh.read(read_size)
             pending = b""
