@@ -184,6 +184,8 @@ def under(idx: EventIndex, marked: np.ndarray) -> np.ndarray:
     """Rows that are marked or have a marked ancestor in the op tree; runtime and device rows
     through the op that issued them."""
     out = marked.copy()
+    if not out.any():
+        return np.asarray(out, dtype=bool)  # nothing marked: nothing under a mark
     up = idx.tree_parent
     act = np.flatnonzero(~out & (up >= 0))
     cur = up[act]
