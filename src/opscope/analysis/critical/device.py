@@ -29,6 +29,7 @@ from opscope.analysis.critical.model import (
     Build,
     args_of,
 )
+from opscope.trace.arrays import values_at
 from opscope.trace.index import EventIndex
 
 
@@ -88,7 +89,7 @@ class Streams:
             rec = np.flatnonzero(
                 idx.is_runtime & idx.name.isin(("cudaEventRecord", "hipEventRecord"))
             )
-            corr = idx.events.column("correlation").take(rec).to_pylist() if len(rec) else []
+            corr = values_at(idx.events.column("correlation"), rec) if len(rec) else []
             self._records = {
                 (int(idx.rank[x]), int(c)): int(x)
                 for x, c in zip(rec.tolist(), corr, strict=True)
