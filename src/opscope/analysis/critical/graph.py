@@ -56,8 +56,6 @@ module puts them together.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -91,14 +89,13 @@ from opscope.trace.schema import DEVICE_WORK_KINDS
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
 
-# the name patterns, searched once per distinct name, case kept (as the Arrow regex kernel
-# read them: a Python regex costs less than compiling RE2 for a handful of names)
-_HOST_COMM_NAME = re.compile(HOST_COMM.pattern)
-_DATA_LOADING_NAME = re.compile(DATA_LOADING.pattern)
+
+def _host_comm(name: str) -> bool:
+    return HOST_COMM.search(name) is not None
 
 
-def _found(pattern: re.Pattern[str]) -> Callable[[str], bool]:
-    return lambda text: pattern.search(text) is not None
+def _data_loading(name: str) -> bool:
+    return any(w in name for w in DATA_LOADING)
 
 
 def build(
@@ -120,7 +117,8 @@ def build(
     start, end, dur = idx.start, idx.end, idx.dur
     kind = idx.kind
     names = idx.name
-    host_comm = names.passing(_found(_HOST_COMM_NAME)) & idx.is_framework
+    # the name tests run once per distinct name (no regex kernel compiled per call)
+    host_comm = names.passing(_host_comm) & idx.is_framework
     host = sel & (idx.is_framework | idx.is_runtime) & (kind.isin(HOST_KINDS) | host_comm)
     host &= (dur > 0) & (~idx.is_framework | idx.in_tree)
     work = sel & idx.is_device & kind.isin(DEVICE_WORK_KINDS)
@@ -155,7 +153,7 @@ def build(
 
     edges = Edges()
     blocking = names.passing(lambda s: any(b in s.lower() for b in BLOCKING)) & idx.is_runtime
-    data = under(idx, names.passing(_found(_DATA_LOADING_NAME)) & idx.is_framework)
+    data = under(idx, names.passing(_data_loading) & idx.is_framework)
 
     b = Build(idx, sel, host, work, hrows, drows, start_node, end_node, edges)
     awaited_end, cross, own_copies = sync_edges(b, blocking)
