@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from opscope.analysis.comm import figures, host_comm_rows
 from opscope.analysis.intervals import union_ns
-from opscope.trace.arrays import Codes, bools, ints, member
+from opscope.trace.arrays import Codes, ints, member, valid
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def drop_pre_window(
     if len(dev) == 0 or corr_col.null_count == len(corr_col):
         return dev, 0
     corr = ints(corr_col, -1)
-    has_corr = bools(corr_col.is_valid())
+    has_corr = valid(corr_col)
     dev_has = has_corr[dev]
     if not dev_has.any():  # device events without correlations: nothing to check
         return dev, 0

@@ -24,8 +24,40 @@ if TYPE_CHECKING:
 
 def ints(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
     """An integer column as int64, nulls as ``fill``."""
+    if col.null_count and pa.types.is_integer(col.type):
+        return np.concatenate([_filled(c, fill) for c in _chunks(col)])
     arr = col.fill_null(fill) if col.null_count else col
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _filled(chunk: pa.Array, fill: int) -> np.ndarray:
+    """One chunk of an integer column as int64, nulls as ``fill``: its values and validity read
+    from its buffers (what ``fill_null`` then ``to_numpy`` give, without the kernel)."""
+    if not chunk.null_count:
+        return np.asarray(chunk.to_numpy(zero_copy_only=False), dtype=np.int64)
+    n, at = len(chunk), chunk.offset
+    dtype = np.dtype(chunk.type.to_pandas_dtype())
+    values = np.frombuffer(chunk.buffers()[1], dtype=dtype, count=n, offset=at * dtype.itemsize)
+    return np.where(_bitmap(chunk), values.astype(np.int64), fill)
+
+
+def _bitmap(chunk: pa.Array) -> np.ndarray:
+    """A chunk's validity bitmap as a bool array (the chunk has one: nulls, a plain type)."""
+    n, at = len(chunk), chunk.offset
+    bytes_ = np.frombuffer(chunk.buffers()[0], dtype=np.uint8)
+    return np.unpackbits(bytes_, count=at + n, bitorder="little")[at:].astype(bool)
+
+
+def valid(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Whether each value of a column is not null (``is_valid``; read from the validity
+    bitmaps of integer, boolean and string columns)."""
+    if not col.null_count:
+        return np.ones(len(col), dtype=bool)
+    if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type)):
+        return bools(col.is_valid())
+    return np.concatenate(
+        [_bitmap(c) if c.null_count else np.ones(len(c), dtype=bool) for c in _chunks(col)]
+    )
 
 
 def bools(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -39,6 +71,24 @@ def strings(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     arr = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
     arr = arr.fill_null("") if arr.null_count else arr
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def values_at(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> list[Any]:
+    """The Python values of ``rows`` of a column (``col.take(rows).to_pylist()``); a column of
+    at most :data:`_FEW_VALUES` rows is read whole instead (no Arrow kernel to start: the
+    first one a process runs costs a fixed ~0.2 ms)."""
+    if len(col) <= _FEW_VALUES:
+        values = col.to_pylist()
+        return [values[i] for i in rows.tolist()]
+    return list(col.take(pa.array(rows)).to_pylist())
+
+
+def take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    """``arr.take(rows)`` of a plain (not dictionary) array: a short one through
+    :func:`values_at`."""
+    if len(arr) <= _FEW_VALUES and not pa.types.is_dictionary(arr.type):
+        return pa.array(values_at(arr, rows), arr.type)
+    return arr.take(pa.array(rows))
 
 
 def distinct(col: pa.ChunkedArray | pa.Array, mask: np.ndarray | None = None) -> list[str]:
@@ -111,6 +161,20 @@ def _chunks(col: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
     return list(col.chunks) if isinstance(col, pa.ChunkedArray) else [col]
 
 
+# a dictionary of at most this many entries is sorted in Python: no Arrow kernel to start
+_FEW_VALUES = 256
+
+
+def _few_codes(entries: list[str | None], idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Codes.of` of a small dictionary (``entries``, its values in order) and its rows'
+    indices (-1 null): the same codes and values (Python orders strings by code point, as
+    Arrow orders their UTF-8 bytes)."""
+    distinct = sorted({v for v in entries if v is not None})
+    at = {v: i for i, v in enumerate(distinct)}
+    canon = np.asarray([-1 if v is None else at[v] for v in entries] + [-1], dtype=np.int32)
+    return canon[idx], np.asarray(distinct, dtype=object).reshape(-1)
+
+
 class Codes:
     """A string column as codes: ``codes[row]`` indexes ``values``, the column's distinct
     non-null strings in sorted order (so comparing codes compares the strings); -1 is null.
@@ -144,6 +208,8 @@ class Codes:
             dictionary = dictionary.cast(pa.string())
         idx = np.concatenate([ints(c.indices) for c in arr.chunks])
         k = len(dictionary)
+        if k <= _FEW_VALUES:
+            return cls(*_few_codes(dictionary.to_pylist(), idx))
         # distinct values, sorted; each dictionary entry -> its value's position
         order = np.asarray(pc.array_sort_indices(dictionary), dtype=np.int64)
         ordered = dictionary.take(pa.array(order))
@@ -222,6 +288,8 @@ class Codes:
         """Rows starting with ``prefix``."""
         if not len(self.values):
             return np.zeros(len(self.codes), dtype=bool)
+        if len(self.values) <= _FEW_VALUES:
+            return self.passing(lambda v: v.startswith(prefix))
         return self.rows(bools(pc.starts_with(self.arrow_values, prefix)))
 
     def text_codes(self) -> np.ndarray:

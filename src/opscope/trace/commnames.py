@@ -340,10 +340,16 @@ def kernel_identifier(name: str) -> str:
     return ident.rsplit(None, 1)[-1] if ident else ident
 
 
+# the rows' distinct needles (a few dozen): most names hold none, and one pass says so
+_NEEDLES = tuple(dict.fromkeys(n for r in COMM_PATTERNS for n in r.needles))
+
+
 @lru_cache(maxsize=65536)
 def match(name: str) -> CommPattern | None:
     """The first row of :data:`COMM_PATTERNS` that matches ``name``, or None."""
     low = name.lower()
+    if not any(n in low for n in _NEEDLES):
+        return None
     rows = [r for r in COMM_PATTERNS if any(n in low for n in r.needles)]
     if not rows:
         return None

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from opscope.trace.argtexts import ArgValues, arg_values
-from opscope.trace.arrays import Codes, bools, ints, unique_inverse
+from opscope.trace.arrays import Codes, ints, unique_inverse, valid
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class EventIndex:
         """Rows of event ids (an array, or an Arrow column whose nulls mean none); -1 where
         the id is null or not in the table."""
         if isinstance(ids, (pa.ChunkedArray, pa.Array)):
-            null = ~bools(ids.is_valid()) if ids.null_count else None
+            null = ~valid(ids) if ids.null_count else None
             values = ints(ids, 0)
         else:
             null = None

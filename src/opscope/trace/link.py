@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from opscope.trace.arrays import ints, valid, values_at
 from opscope.trace.schema import KINDS, SOURCES
 
 _SRC = {s: i for i, s in enumerate(SOURCES)}
@@ -57,9 +58,7 @@ def _codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(values with nulls as 0, valid mask)."""
-    valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    vals = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    return vals, valid
+    return ints(col, 0), valid(col)
 
 
 def _dictionary(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
@@ -335,7 +334,7 @@ def _steps(
     srows = np.flatnonzero(kind == _KIND["step"])
     if not len(srows):
         return step
-    names = events.column("name").take(pa.array(srows)).cast(pa.string()).to_pylist()
+    names = values_at(events.column("name"), srows)
     idx = []
     keep = []
     for r, nm in zip(srows.tolist(), names, strict=True):

@@ -17,12 +17,14 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from opscope.errors import TraceError
 
@@ -120,8 +122,9 @@ class ByteStream:
                     f"{self.path}: {size} bytes is over the {self.max_bytes} byte limit"
                 )
             data = head
+            read_size = max(1, min(self.block, size))  # no buffer larger than the file
             while True:
-                chunk = fh.read(self.block)
+                chunk = fh.read(read_size)
                 if data:
                     chunk = data + chunk
                     data = b""
@@ -139,8 +142,8 @@ class ByteStream:
         ratio = max_inflate_ratio()
         inflate_cap = max(INFLATE_FLOOR_BYTES, ratio * compressed)
         # read compressed input in smaller pieces so one block of a bomb cannot expand far
-        # past the cap before we look at it
-        read_size = 1 << 20
+        # past the cap before we look at it (and no buffer larger than the file)
+        read_size = max(1, min(1 << 20, compressed))
         while True:
             data = pending + fh.read(read_size)
             pending = b""
@@ -183,6 +186,46 @@ class ByteStream:
             raise TraceError(f"{self.path}: gzip data is empty or cut before any content")
         if not decomp.eof:
             self.cut = f"the gzip stream ends early, after {self.total} decompressed bytes"
+
+
+_HEADS: ContextVar[dict[tuple[Path, int], tuple[bytes, bool]] | None] = ContextVar(
+    "opscope_heads", default=None
+)
+
+
+@contextlib.contextmanager
+def shared_heads() -> Iterator[None]:
+    """While open, :func:`head` decompresses each file's head once (format detection: several
+    sniffers look at the same first bytes in turn)."""
+    token = _HEADS.set({})
+    try:
+        yield
+    finally:
+        _HEADS.reset(token)
+
+
+def head(path: Path, size: int) -> tuple[bytes, bool]:
+    """The first ``size`` decompressed bytes of a trace file and whether that is all of it
+    (:class:`TraceError` or ``OSError`` as :class:`ByteStream` raises them)."""
+    memo = _HEADS.get()
+    got = memo.get((path, size)) if memo is not None else None
+    if got is not None:
+        return got
+    out = bytearray()
+    got = None
+    # ByteStream iterates as a generator: closing it closes the file at once
+    stream = cast("Generator[bytes, None, None]", iter(ByteStream(path, block=size)))
+    with contextlib.closing(stream) as blocks:
+        for block in blocks:
+            out += block
+            if len(out) > size:
+                got = bytes(out[:size]), False
+                break
+    if got is None:
+        got = bytes(out), True
+    if memo is not None:
+        memo[(path, size)] = got
+    return got
 
 
 def read_bytes(path: Path, max_bytes: int | None = None) -> bytes:

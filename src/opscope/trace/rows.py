@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, cast
@@ -312,6 +312,7 @@ _ARG_IDS = msgspec.json.Decoder(list[_ArgIds])
 _RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _FIELDS = tuple(Event.__struct_fields__)
 _GETTERS = {f: attrgetter(f) for f in _FIELDS}
+_TS = _FIELDS.index("ts")
 
 
 def decode_structs(data: bytes) -> list[Event]:
@@ -320,6 +321,15 @@ def decode_structs(data: bytes) -> list[Event]:
         return _EVENTS.decode(data)
     except (msgspec.DecodeError, RecursionError, ValueError):  # ValidationError: DecodeError
         raise NotTyped from None  # (ValueError: text that is not UTF-8)
+
+
+def _args(raw: bytes) -> Any:
+    """One event's ``args`` text decoded; bytes that are not UTF-8 are read with replacement
+    characters (``ValueError`` when even that is not JSON)."""
+    try:
+        return loads(raw)
+    except ValueError:
+        return loads(raw.decode("utf-8", "replace").encode())
 
 
 def raw_value(text: bytes) -> Any:
@@ -366,21 +376,36 @@ class StructRows:
 
     def event(self, i: int) -> dict[str, Any]:
         """One event as the dict a generic decoder gives (absent and null keys left out)."""
-        e = self.events[i]
-        out: dict[str, Any] = {}
-        for f in _FIELDS[:-1]:
-            v = getattr(e, f)
-            if f == "ts":
-                v = raw_value(bytes(v))
-            if v is not None:
-                out[f] = v
-        raw = bytes(e.args)
-        if raw != b"{}":
+        return self.dicts([i])[0]
+
+    def dicts(self, rows: Sequence[int]) -> list[dict[str, Any]]:
+        """:meth:`event` of each of ``rows``; their ``args`` decoded in one pass (each on its
+        own when that pass fails: it then gives what each alone gives)."""
+        events = [self.events[i] for i in rows]
+        raws = [bytes(e.args) for e in events]
+        given = [r for r in raws if r != b"{}"]
+        decoded: Iterator[Any] | None = iter(())
+        if given:
             try:
-                out["args"] = loads(raw)
-            except ValueError:  # bytes that are not UTF-8: kept with replacement characters
-                with contextlib.suppress(ValueError):  # else the event stays, without args
-                    out["args"] = loads(raw.decode("utf-8", "replace").encode())
+                decoded = iter(loads(b"[" + b",".join(given) + b"]"))
+            except ValueError:
+                decoded = None
+        out = []
+        for e, raw in zip(events, raws, strict=True):
+            values = msgspec.structs.astuple(e)
+            d = {f: v for f, v in zip(_FIELDS[:-1], values[:-1], strict=True) if v is not None}
+            ts = raw_value(bytes(values[_TS]))
+            if ts is None:
+                del d["ts"]
+            else:
+                d["ts"] = ts
+            if raw != b"{}":
+                if decoded is not None:
+                    d["args"] = next(decoded)
+                else:
+                    with contextlib.suppress(ValueError):  # else the event stays, without args
+                        d["args"] = _args(raw)
+            out.append(d)
         return out
 
     def ids(self) -> list[Any]:

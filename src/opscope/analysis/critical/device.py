@@ -29,6 +29,7 @@ from opscope.analysis.critical.model import (
     Build,
     args_of,
 )
+from opscope.trace.arrays import values_at
 from opscope.trace.index import EventIndex
 
 
@@ -88,7 +89,7 @@ class Streams:
             rec = np.flatnonzero(
                 idx.is_runtime & idx.name.isin(("cudaEventRecord", "hipEventRecord"))
             )
-            corr = idx.events.column("correlation").take(rec).to_pylist() if len(rec) else []
+            corr = values_at(idx.events.column("correlation"), rec) if len(rec) else []
             self._records = {
                 (int(idx.rank[x]), int(c)): int(x)
                 for x, c in zip(rec.tolist(), corr, strict=True)
@@ -199,9 +200,13 @@ def long_calls(idx: EventIndex, calls: np.ndarray) -> np.ndarray:
     if not len(calls):
         return np.zeros(0, dtype=bool)
     uniq, inv = np.unique(idx.name.codes[calls], return_inverse=True)
-    med = np.zeros(len(uniq))
-    for i in range(len(uniq)):
-        med[i] = float(np.median(dur[inv == i]))
+    inv = inv.reshape(-1)
+    # each name's median (np.median's: the middle value, or the mean of the middle two), all
+    # names at once from the durations sorted within their name
+    by_name = dur[np.lexsort((dur, inv))].astype(np.float64)
+    count = np.bincount(inv, minlength=len(uniq))
+    first = np.cumsum(count) - count
+    med = (by_name[first + (count - 1) // 2] + by_name[first + count // 2]) / 2
     return np.asarray((dur > BACK_PRESSURE * med[inv]) & (dur > BACK_PRESSURE_MIN_NS))
 
 

@@ -90,6 +90,14 @@ if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
 
 
+def _host_comm(name: str) -> bool:
+    return HOST_COMM.search(name) is not None
+
+
+def _data_loading(name: str) -> bool:
+    return any(w in name for w in DATA_LOADING)
+
+
 def build(
     idx: EventIndex,
     window: np.ndarray | None = None,
@@ -109,7 +117,8 @@ def build(
     start, end, dur = idx.start, idx.end, idx.dur
     kind = idx.kind
     names = idx.name
-    host_comm = names.matches(HOST_COMM.pattern) & idx.is_framework
+    # the name tests run once per distinct name (no regex kernel compiled per call)
+    host_comm = names.passing(_host_comm) & idx.is_framework
     host = sel & (idx.is_framework | idx.is_runtime) & (kind.isin(HOST_KINDS) | host_comm)
     host &= (dur > 0) & (~idx.is_framework | idx.in_tree)
     work = sel & idx.is_device & kind.isin(DEVICE_WORK_KINDS)
@@ -144,7 +153,7 @@ def build(
 
     edges = Edges()
     blocking = names.passing(lambda s: any(b in s.lower() for b in BLOCKING)) & idx.is_runtime
-    data = under(idx, names.matches(DATA_LOADING.pattern) & idx.is_framework)
+    data = under(idx, names.passing(_data_loading) & idx.is_framework)
 
     b = Build(idx, sel, host, work, hrows, drows, start_node, end_node, edges)
     awaited_end, cross, own_copies = sync_edges(b, blocking)

@@ -103,10 +103,12 @@ def handoffs(b: Build, parent: np.ndarray) -> None:
     other was done), as HTA merges the two threads."""
     idx, hrows = b.idx, b.hrows
     start_node, end_node, edges = b.start_node, b.end_node, b.edges
+    engine = idx.name.starts_with("autograd::engine::")[hrows]
+    if not engine.any():  # no backward thread: nothing handed off
+        return
     thread, start, end = idx.thread, idx.start, idx.end
     top = hrows[parent[hrows] < 0]
-    engine = idx.name.starts_with("autograd::engine::")
-    bwd_threads = np.unique(thread[hrows[engine[hrows]]])
+    bwd_threads = np.unique(thread[hrows[engine]])
     if not len(top) or not len(bwd_threads):
         return
     top = top[np.lexsort((start[top], thread[top]))]

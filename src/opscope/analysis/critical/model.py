@@ -72,7 +72,9 @@ BACK_PRESSURE = 10.0
 BACK_PRESSURE_MIN_NS = 50_000
 # Host calls that block until device work is done (lower-cased substrings).
 BLOCKING = ("synchronize", "kbl_exec_wait")
-DATA_LOADING = re.compile(r"dataloader|data_loader|_next_data|DataLoaderIter", re.IGNORECASE)
+# Data-loading ops: names holding one of these, as written (case kept: the graph always
+# matched them so, through Arrow's regex kernel)
+DATA_LOADING = ("dataloader", "data_loader", "_next_data", "DataLoaderIter")
 HOST_COMM = re.compile(r"^gloo:")
 
 
@@ -184,6 +186,8 @@ def under(idx: EventIndex, marked: np.ndarray) -> np.ndarray:
     """Rows that are marked or have a marked ancestor in the op tree; runtime and device rows
     through the op that issued them."""
     out = marked.copy()
+    if not out.any():
+        return np.asarray(out, dtype=bool)  # nothing marked: nothing under a mark
     up = idx.tree_parent
     act = np.flatnonzero(~out & (up >= 0))
     cur = up[act]

@@ -43,6 +43,7 @@ from opscope.trace.formats import (
     neuron_parquet,
 )
 from opscope.trace.model import Trace
+from opscope.trace.readers import shared_heads
 
 
 class Loader(Protocol):
@@ -84,9 +85,10 @@ def detect(path: Path) -> Format:
     find the runs' ``neuron/`` folders below it and read them as one profile)."""
     if kineto_json.run_folders_in(path):
         return FORMATS[-1]
-    for fmt in FORMATS:
-        if fmt.sniff(path):
-            return fmt
+    with shared_heads():
+        for fmt in FORMATS:
+            if fmt.sniff(path):
+                return fmt
     return FORMATS[-1]
 
 

@@ -31,7 +31,7 @@ from opscope.errors import TraceError
 from opscope.trace.kineto.builder import parse_kineto
 from opscope.trace.model import Trace
 from opscope.trace.parts import combine, to_part
-from opscope.trace.readers import max_decompressed_bytes
+from opscope.trace.readers import head, max_decompressed_bytes
 
 NAME = "aiu"
 DEVICE_NAME = "IBM AIU"
@@ -70,10 +70,15 @@ def sniff(path: Path) -> bool:
     if not path.is_file():
         return False
     try:
-        head = _head(path)
+        seen = head(path, _HEAD_BYTES)[0]  # shared with the other sniffers (formats.detect)
+    except (TraceError, OSError):
+        seen = b""
+    if seen.strip() and not seen.lstrip().startswith(b"["):
+        return False  # the same first bytes _head reads: not an array
+    try:
+        text = _head(path).lstrip()
     except OSError:
         return False
-    text = head.lstrip()
     if not text.startswith(b"[") or not text[1:].lstrip().startswith(b"{"):
         return False
     attr = _ATTR.search(text)

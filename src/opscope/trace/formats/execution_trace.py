@@ -10,16 +10,13 @@ reader (:mod:`opscope.trace.jsonstream`) with the same message.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Generator
 from pathlib import Path
-from typing import cast
 
 from opscope.errors import TraceError
 from opscope.trace.jsonstream import EXECUTION_TRACE_REFUSAL, loads
 from opscope.trace.model import Trace
-from opscope.trace.readers import ByteStream
+from opscope.trace.readers import head
 
 NAME = "execution-trace"
 HEAD_BYTES = 64 << 10
@@ -31,18 +28,10 @@ _SCHEMA = re.compile(rb'"schema"\s*:')
 def _head(path: Path) -> tuple[bytes, bool] | None:
     """The first :data:`HEAD_BYTES` decompressed bytes of a file and whether that is all of
     it; None when it cannot be read as a trace file at all."""
-    out = bytearray()
-    # ByteStream iterates as a generator: closing it closes the file at once
-    stream = cast("Generator[bytes, None, None]", iter(ByteStream(path, block=HEAD_BYTES)))
     try:
-        with contextlib.closing(stream) as blocks:
-            for block in blocks:
-                out += block
-                if len(out) > HEAD_BYTES:
-                    return bytes(out[:HEAD_BYTES]), False
+        return head(path, HEAD_BYTES)
     except (TraceError, OSError):
         return None
-    return bytes(out), True
 
 
 def sniff(path: Path) -> bool:

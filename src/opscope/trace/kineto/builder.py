@@ -17,6 +17,15 @@ from opscope.trace.kineto.convert import RunParts, convert_run, timed_batch
 from opscope.trace.rows import DictRows, as_int
 
 
+def _shifted(col: pa.ChunkedArray, by: int) -> pa.ChunkedArray:
+    """An int64 column plus ``by`` as Arrow's ``add`` gives it (one chunk, wrapping on
+    overflow); in NumPy where no value is null."""
+    if col.null_count:
+        return pc.add(col, pa.scalar(by, pa.int64()))
+    values = np.asarray(col.to_numpy(), dtype=np.int64) + np.int64(by)
+    return pa.chunked_array([pa.array(values, pa.int64())] if len(values) else [], pa.int64())
+
+
 @dataclass
 class KinetoBuilder:
     """Accumulates runs of events; :meth:`finish` returns the :class:`KinetoParse`."""
@@ -102,7 +111,7 @@ class KinetoBuilder:
             self.flow_chunks.append(parts.flows)
 
     def _metadata(self, ev: dict[str, Any]) -> None:
-        name = ev.get("name")
+        name = ev.get("name")  # one of convert.NAMED_METADATA, else nothing to keep
         a = ev.get("args")
         label = a.get("name") if type(a) is dict else None
         if label is None:
@@ -130,11 +139,9 @@ class KinetoBuilder:
             table = table.set_column(
                 table.schema.get_field_index("start_ns"),
                 "start_ns",
-                pc.add(table.column("start_ns"), pa.scalar(base_ns, pa.int64())),
+                _shifted(table.column("start_ns"), base_ns),
             )
-            flows = flows.set_column(
-                5, "ts_ns", pc.add(flows.column("ts_ns"), pa.scalar(base_ns, pa.int64()))
-            )
+            flows = flows.set_column(5, "ts_ns", _shifted(flows.column("ts_ns"), base_ns))
         table = classify_table(table)
         skipped = Counter({k: v for k, v in self.skipped.items() if v})
         return KinetoParse(

@@ -8,12 +8,29 @@ import pyarrow as pa
 from opscope.trace.commnames import is_comm_kernel
 from opscope.trace.schema import CATEGORY_MAP, KINDS, SOURCES, SYNC_RUNTIME_MARKERS
 
+# a column of at most this many rows is encoded in Python: no hash kernel to start
+_FEW_ROWS = 256
+
 
 def _encoded(col: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
     """A string column as one dictionary array (as it is when it already is one)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
-    return col if pa.types.is_dictionary(col.type) else col.dictionary_encode()
+    if pa.types.is_dictionary(col.type):
+        return col
+    if len(col) <= _FEW_ROWS and pa.types.is_string(col.type):
+        return _few_encoded(col.to_pylist())
+    return col.dictionary_encode()
+
+
+def _few_encoded(values: list[str | None]) -> pa.DictionaryArray:
+    """``dictionary_encode`` of a few strings: the distinct values in order of first appearance,
+    int32 indices, a null as a null index."""
+    at: dict[str, int] = {}
+    idx = [None if v is None else at.setdefault(v, len(at)) for v in values]
+    return pa.DictionaryArray.from_arrays(
+        pa.array(idx, pa.int32()), pa.array(list(at), pa.string())
+    )
 
 
 def _dict_parts(enc: pa.DictionaryArray) -> tuple[np.ndarray, list[str]]:

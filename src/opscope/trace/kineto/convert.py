@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.trace import native
+from opscope.trace.arrays import take
 from opscope.trace.jsonstream import decode_piece
 from opscope.trace.kineto.columns import RAW_COLUMNS, Rows, id_str_array, str_array
 from opscope.trace.kineto.times import NeedsQuoting, text_times_ns, times_ns
@@ -29,6 +30,9 @@ from opscope.trace.rows import DictRows, NotTyped, StructRows, decode_structs, i
 
 # Arguments lifted into their own columns (they also stay in ``args``).
 _FLOW_CATS = frozenset(("ac2g", "async_cpu_to_gpu", "async_gpu", "async"))
+_FLOW_CAT_VALUES = pa.array(sorted(_FLOW_CATS), pa.string())
+# the metadata events (ph M) the builder reads (KinetoBuilder._metadata); others change nothing
+NAMED_METADATA = frozenset(("process_name", "thread_name"))
 _UNTIMED = frozenset(("i", "I", "C", "b", "e", "n", "P", "O", "N", "D", "R", "(", ")"))
 
 
@@ -86,7 +90,7 @@ def _flow_batch(flows: Rows, ts: np.ndarray, bad: np.ndarray) -> tuple[pa.Record
     """Flow events -> their batch (None when no flow category is kept) and the rows dropped."""
     cats = str_array(flows.field("cat"))
     keep = np.asarray(
-        pc.is_in(cats, pa.array(sorted(_FLOW_CATS))).to_numpy(zero_copy_only=False),
+        pc.is_in(cats, _FLOW_CAT_VALUES).to_numpy(zero_copy_only=False),
         dtype=bool,
     )
     if not keep.any():
@@ -256,6 +260,50 @@ def _as_bools(arr: pa.Array) -> np.ndarray:
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _phase_bytes(ph: pa.Array) -> np.ndarray:
+    """Each event's ``ph`` as its byte when it is one character, else 0: read from the string
+    array's buffers (the scanner's ``ph`` has no nulls), no Arrow kernel per phase test."""
+    n = len(ph)
+    buffers = ph.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=4 * ph.offset)
+    data = buffers[2]
+    out = np.zeros(n, dtype=np.uint8)
+    one = np.diff(offsets) == 1
+    if data is not None and one.any():
+        out[one] = np.frombuffer(data, dtype=np.uint8)[offsets[:-1][one]]
+    return out
+
+
+def _text_in(texts: pa.Array, values: frozenset[str]) -> np.ndarray:
+    """Whether each string of a string array without nulls (a scanner column, or rows taken
+    from one) is one of ``values``: its bytes compared from the array's buffers."""
+    n = len(texts)
+    buffers = texts.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=4 * texts.offset)
+    data = np.frombuffer(buffers[2] or b"", dtype=np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    out = np.zeros(n, dtype=bool)
+    for value in values:
+        want = np.frombuffer(value.encode(), dtype=np.uint8)
+        rows = np.flatnonzero(lengths == len(want))
+        if len(rows) and len(want):
+            got = data[starts[rows, None] + np.arange(len(want))]
+            rows = rows[(got == want).all(axis=1)]
+        out[rows] = True
+    return out
+
+
+def _byte_table(chars: str) -> np.ndarray:
+    table = np.zeros(256, dtype=bool)
+    table[[ord(c) for c in chars]] = True
+    return table
+
+
+_X_BYTE = ord("X")
+_FLOW_BYTES = _byte_table("fst")
+_STATE_BYTES = _byte_table("BEM")
+
+
 def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
     """:func:`_convert` over the C scanner's columns: the same parts, from whole columns."""
     n = cols.n
@@ -263,66 +311,65 @@ def _convert_columns(cols: native.Columns, piece: bytes) -> RunParts:
     if n == 0:
         return parts
     ts, ts_bad = cols.ts_ns, cols.ts_flag != 0
-    is_x = _as_bools(pc.equal(cols.ph, "X"))
+    phase = _phase_bytes(cols.ph)
+    is_x = phase == _X_BYTE
     if is_x.any():
         dur = cols.dur_ns
         neg = dur < 0
         bad = ts_bad | neg
+        keep = is_x & ~bad
+        columns: list[pa.Array | np.ndarray] = [
+            *(cols.cat, cols.name, cols.pid, cols.tid, ts, dur),
+            *(cols.correlation, cols.external_id, cols.args),
+        ]
+        if not keep.all():  # the timed rows alone
+            kept = np.flatnonzero(keep)
+            columns = [c[kept] if isinstance(c, np.ndarray) else take(c, kept) for c in columns]
         batch = pa.record_batch(
-            [
-                cols.cat,
-                cols.name,
-                cols.pid,
-                cols.tid,
-                pa.array(ts, pa.int64()),
-                pa.array(dur, pa.int64()),
-                cols.correlation,
-                cols.external_id,
-                cols.args,
-            ],
+            [pa.array(c, pa.int64()) if isinstance(c, np.ndarray) else c for c in columns],
             names=list(RAW_COLUMNS),
         )
-        keep = is_x & ~bad
-        if not keep.all():
-            batch = batch.filter(pa.array(keep))
         parts.timed = batch
         if (bad & is_x).any():  # the scanner reads every duration it accepts
             parts.timed_skips = _timed_skips(ts_bad & is_x, cols.ts_flag == 1, None, neg & is_x)
     if is_x.all():
         return parts
     rows = np.flatnonzero(~is_x)
-    ph = cols.ph.take(pa.array(rows))
-    is_flow = _as_bools(pc.is_in(ph, _FLOW_PHASES))
-    is_other = _as_bools(pc.is_in(ph, _STATE_PHASES))
+    phase = phase[rows]
+    is_flow = _FLOW_BYTES[phase]
+    is_other = _STATE_BYTES[phase]
     rest = ~(is_flow | is_other)
     if is_other.any():
         o_rows = rows[is_other]
         spans = zip(cols.starts[o_rows].tolist(), cols.ends[o_rows].tolist(), strict=True)
         events = StructRows(decode_structs(b"[" + b",".join(piece[a:b] for a, b in spans) + b"]"))
-        o_ph = ph.filter(pa.array(is_other)).to_pylist()
+        o_ph = list(map(chr, phase[is_other].tolist()))
+        # metadata the builder does not read becomes no dict (it changes no state there)
+        names = [e.name for e in events.events]
+        read = [j for j, p in enumerate(o_ph) if p != "M" or names[j] in NAMED_METADATA]
+        o_list = o_rows.tolist()
         parts.others = [
-            (i, p, events.event(j), int(ts[i]), bool(ts_bad[i]))
-            for j, (i, p) in enumerate(zip(o_rows.tolist(), o_ph, strict=True))
+            (o_list[j], o_ph[j], ev, int(ts[o_list[j]]), bool(ts_bad[o_list[j]]))
+            for j, ev in zip(read, events.dicts(read), strict=True)
         ]
     if rest.any():
-        parts.reasons = _phase_reasons(rows[rest], ph.filter(pa.array(rest)))
+        r_rows = rows[rest]
+        parts.reasons = _phase_reasons(r_rows, take(cols.ph, r_rows))
     if is_flow.any():
         f_rows = rows[is_flow]
-        take = pa.array(f_rows)
-        cats = cols.cat.take(take)
-        keep = _as_bools(pc.is_in(cats, pa.array(sorted(_FLOW_CATS))))
+        cats = take(cols.cat, f_rows)
+        keep = _text_in(cats, _FLOW_CATS)
         if keep.any():
             f_rows = f_rows[keep]
-            take = pa.array(f_rows)
-            ida = cols.flow_id.take(take)
-            fbad = ts_bad[f_rows] | _as_bools(ida.is_null())
+            ida = take(cols.flow_id, f_rows)
+            fbad = ts_bad[f_rows] | (_as_bools(ida.is_null()) if ida.null_count else False)
             batch = pa.record_batch(
                 [
                     ida,
-                    cols.ph.take(take),
-                    cols.cat.take(take),
-                    cols.pid.take(take),
-                    cols.tid.take(take),
+                    take(cols.ph, f_rows),
+                    take(cols.cat, f_rows),
+                    take(cols.pid, f_rows),
+                    take(cols.tid, f_rows),
                     pa.array(ts[f_rows], pa.int64()),
                 ],
                 names=["id", "ph", "cat", "pid", "tid", "ts_ns"],
