@@ -23,7 +23,7 @@ from typing import Any, overload
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays: no field-by-field ==
 class InstanceBlock:
     """The instances of one process group, in seq/index order (see the module docstring).
 
