@@ -305,14 +305,7 @@ def job_projection(
     n_steps = _step_paths(_joined(after, members, steps=True))
     spec, changes = what
     answer = projection_answer(
-        spec,
-        changes,
-        lengths=(b.length_ns, n.length_ns),
-        steps=(
-            {s: p.length_ns for s, p in b_steps.items()},
-            {s: p.length_ns for s, p in n_steps.items()},
-        ),
-        by_label=_labels(n_whole, n.edges),
+        spec, changes, paths=(b, n), steps=(b_steps, n_steps), by_label=_labels(n_whole, n.edges)
     )
     answer["by_rank_us"] = _by_rank(n_whole, n.edges)
     return answer

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -248,43 +248,43 @@ def projection(
     new = solve(graph, weight)
     b_steps, n_steps = step_paths(graph, node_step), step_paths(graph, node_step, weight)
     answer = projection_answer(
-        spec,
-        changes,
-        lengths=(base.length_ns, new.length_ns),
-        steps=(
-            {s: p.length_ns for s, p in b_steps.items()},
-            {s: p.length_ns for s, p in n_steps.items()},
-        ),
-        by_label=new.by_label,
+        spec, changes, paths=(base, new), steps=(b_steps, n_steps), by_label=new.by_label
     )
     return answer, new
+
+
+class _Solved(Protocol):
+    """A solved path, of a rank's graph or of a job's joined summaries."""
+
+    @property
+    def length_ns(self) -> int: ...
 
 
 def projection_answer(
     spec: str,
     changes: Sequence[tuple[str, float]],
     *,
-    lengths: tuple[int, int],
-    steps: tuple[Mapping[int, int], Mapping[int, int]],
+    paths: tuple[_Solved, _Solved],
+    steps: tuple[Mapping[int, _Solved], Mapping[int, _Solved]],
     by_label: Mapping[str, int],
 ) -> dict[str, Any]:
-    """A what-if's answer from the path's length before and after (ns), each step's
-    (``{step: ns}`` before, after) and the projected path's time per label; for one rank
+    """A what-if's answer from the path before and after, each step's path (``{step: path}``
+    before, after) and the projected path's time per label (ns); for one rank
     (:func:`projection`) and a job (:func:`~.job_solve.job_projection`)."""
-    (base, new), (b_steps, n_steps) = lengths, steps
+    (base, new), (b_steps, n_steps) = paths, steps
     return {
         "spec": spec,
         "changes": [{"name": n, "factor": f} for n, f in changes],
-        "length_us": _us(base),
-        "projected_us": _us(new),
-        "saved_us": _us(base - new),
+        "length_us": _us(base.length_ns),
+        "projected_us": _us(new.length_ns),
+        "saved_us": _us(base.length_ns - new.length_ns),
         "bound_by_us": bound_by_us(by_label),
         "steps": [
             {
                 "step": s,
-                "length_us": _us(b_steps[s]),
-                "projected_us": _us(n_steps[s]),
-                "saved_us": _us(b_steps[s] - n_steps[s]),
+                "length_us": _us(b_steps[s].length_ns),
+                "projected_us": _us(n_steps[s].length_ns),
+                "saved_us": _us(b_steps[s].length_ns - n_steps[s].length_ns),
             }
             for s in sorted(b_steps)
             if s in n_steps
