@@ -181,9 +181,11 @@ class Instances(Sequence[dict[str, Any]]):
         positions the columns were made with)."""
         out: list[dict[int, int]] = []
         for block in self.blocks:
-            ranks, pos, starts = block.rank.tolist(), block.position.tolist(), block.starts
-            bounds = starts.tolist()
-            out.extend(dict(zip(ranks[a:b], pos[a:b], strict=True)) for a, b in pairwise(bounds))
+            ranks, pos = block.rank.tolist(), block.position.tolist()
+            out.extend(
+                dict(zip(ranks[a:b], pos[a:b], strict=True))
+                for a, b in pairwise(block.starts.tolist())
+            )
         return out
 
 

@@ -50,7 +50,7 @@ def _bitmap(chunk: pa.Array) -> np.ndarray:
 
 def valid(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Whether each value of a column is not null (``is_valid``; read from the validity
-    bitmaps of integer, boolean and string columns)."""
+    bitmaps of integer and string columns, through Arrow for other types)."""
     if not col.null_count:
         return np.ones(len(col), dtype=bool)
     if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type)):
@@ -75,9 +75,9 @@ def strings(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def values_at(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> list[Any]:
     """The Python values of ``rows`` of a column (``col.take(rows).to_pylist()``); a column of
-    at most :data:`_FEW_VALUES` rows is read whole instead (no Arrow kernel to start: the
+    at most :data:`FEW_VALUES` rows is read whole instead (no Arrow kernel to start: the
     first one a process runs costs a fixed ~0.2 ms)."""
-    if len(col) <= _FEW_VALUES:
+    if len(col) <= FEW_VALUES:
         values = col.to_pylist()
         return [values[i] for i in rows.tolist()]
     return list(col.take(pa.array(rows)).to_pylist())
@@ -86,7 +86,7 @@ def values_at(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> list[Any]:
 def take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     """``arr.take(rows)`` of a plain (not dictionary) array: a short one through
     :func:`values_at`."""
-    if len(arr) <= _FEW_VALUES and not pa.types.is_dictionary(arr.type):
+    if len(arr) <= FEW_VALUES and not pa.types.is_dictionary(arr.type):
         return pa.array(values_at(arr, rows), arr.type)
     return arr.take(pa.array(rows))
 
@@ -161,8 +161,9 @@ def _chunks(col: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
     return list(col.chunks) if isinstance(col, pa.ChunkedArray) else [col]
 
 
-# a dictionary of at most this many entries is sorted in Python: no Arrow kernel to start
-_FEW_VALUES = 256
+#: A column (or dictionary) of at most this many values is handled in Python or NumPy: no
+#: Arrow kernel to start (the first one a process runs costs a fixed ~0.2 ms).
+FEW_VALUES = 256
 
 
 def _few_codes(entries: list[str | None], idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -208,7 +209,7 @@ class Codes:
             dictionary = dictionary.cast(pa.string())
         idx = np.concatenate([ints(c.indices) for c in arr.chunks])
         k = len(dictionary)
-        if k <= _FEW_VALUES:
+        if k <= FEW_VALUES:
             return cls(*_few_codes(dictionary.to_pylist(), idx))
         # distinct values, sorted; each dictionary entry -> its value's position
         order = np.asarray(pc.array_sort_indices(dictionary), dtype=np.int64)
@@ -288,7 +289,7 @@ class Codes:
         """Rows starting with ``prefix``."""
         if not len(self.values):
             return np.zeros(len(self.codes), dtype=bool)
-        if len(self.values) <= _FEW_VALUES:
+        if len(self.values) <= FEW_VALUES:
             return self.passing(lambda v: v.startswith(prefix))
         return self.rows(bools(pc.starts_with(self.arrow_values, prefix)))
 

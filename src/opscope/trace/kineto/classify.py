@@ -5,11 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from opscope.trace.arrays import FEW_VALUES
 from opscope.trace.commnames import is_comm_kernel
 from opscope.trace.schema import CATEGORY_MAP, KINDS, SOURCES, SYNC_RUNTIME_MARKERS
-
-# a column of at most this many rows is encoded in Python: no hash kernel to start
-_FEW_ROWS = 256
 
 
 def _encoded(col: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
@@ -18,7 +16,7 @@ def _encoded(col: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
         col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     if pa.types.is_dictionary(col.type):
         return col
-    if len(col) <= _FEW_ROWS and pa.types.is_string(col.type):
+    if len(col) <= FEW_VALUES and pa.types.is_string(col.type):
         return _few_encoded(col.to_pylist())
     return col.dictionary_encode()
 
