@@ -13,7 +13,6 @@ from test_collectives import rec
 
 from opscope.analysis.collective_match import (
     INSTANCE_KEYS,
-    _straggler_sums,
     instance_members,
     match_collectives,
     stragglers,
@@ -78,7 +77,7 @@ def test_every_figure_on_the_arrays_equals_the_loop_over_the_dicts(seed: int) ->
     assert table[-1:] == dicts[-1:]
     assert all(tuple(d) == INSTANCE_KEYS for d in dicts)
     assert table.wait_by_rank() == dict_waits(dicts)
-    assert straggler_sums(table) == _straggler_sums(dicts)
+    assert straggler_sums(table) == straggler_sums(dicts)
     assert stragglers(table) == stragglers(dicts)
     assert instance_members(job, table) == instance_members(job, dicts)
     names = ("all_reduce", "all_gather", "broadcast")
@@ -126,4 +125,4 @@ def test_a_wide_job_sums_the_same_floats() -> None:
     table, _ = match_collectives(job)
     dicts = table.dicts()
     assert table.wait_by_rank() == dict_waits(dicts)
-    assert straggler_sums(table) == _straggler_sums(dicts)
+    assert straggler_sums(table) == straggler_sums(dicts)

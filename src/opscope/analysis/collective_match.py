@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -386,10 +385,7 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
     Only the ranks that stand out are returned.
     """
-    if isinstance(instances, Instances):
-        caused, own, times_last, rank_time = straggler_sums(instances)
-    else:
-        caused, own, times_last, rank_time = _straggler_sums(instances)
+    caused, own, times_last, rank_time = straggler_sums(instances)
     ranks = sorted(own, key=int)
     out: list[dict[str, Any]] = []
     for r in ranks:
@@ -409,35 +405,6 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         )
     out.sort(key=lambda d: (-d["caused_wait_us"], d["rank"]))
     return out
-
-
-def _straggler_sums(
-    instances: Sequence[Mapping[str, Any]],
-) -> tuple[dict[str, float], dict[str, float], dict[str, int], float]:
-    """:func:`~opscope.analysis.instance_table.straggler_sums` over instance dicts."""
-    caused: dict[str, float] = {}
-    own: dict[str, float] = {}
-    times_last: dict[str, int] = {}
-    rank_time = 0.0
-    by_keys: dict[tuple[str, ...], list[Iterable[float]]] = {}
-    for inst in instances:
-        waits: Mapping[str, float] = inst["wait_us"]
-        n = len(waits)
-        rank_time += float(inst["dur_us"]) * n
-        if n < 2:
-            continue
-        total = sum(waits.values())
-        rank_time += total
-        last = str(inst["last_rank"])
-        caused[last] = caused.get(last, 0.0) + total
-        times_last[last] = times_last.get(last, 0) + 1
-        by_keys.setdefault(tuple(waits), []).append(waits.values())
-    for keys, rows in by_keys.items():
-        flat = np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=len(keys) * len(rows))
-        sums = flat.reshape(len(rows), len(keys)).sum(axis=0)
-        for k, s in zip(keys, sums.tolist(), strict=True):
-            own[k] = own.get(k, 0.0) + s
-    return caused, own, times_last, rank_time
 
 
 def instance_members(

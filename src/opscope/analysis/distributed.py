@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from opscope.analysis.instance_table import Instances, transfer_sums
+from opscope.analysis.instance_table import Instances, transfer_sums, wait_by_rank
 
 if TYPE_CHECKING:
     from opscope.analysis.job import RankReport
@@ -124,17 +124,7 @@ def _add_transfer(groups: list[dict[str, Any]], instances: Sequence[Mapping[str,
     """Per group, from the matched instances: ``instances``, ``transfer_us`` (the instances'
     transfer times summed: the wall time the transfers take, waits left out) and the bus
     bandwidth over it (``transfer_busbw_gbps``)."""
-    sums: dict[tuple[str, str], list[float]] = (
-        transfer_sums(instances) if isinstance(instances, Instances) else {}
-    )
-    for inst in () if isinstance(instances, Instances) else instances:
-        key = (str(inst.get("name")), str(inst.get("pg")))
-        acc = sums.setdefault(key, [0.0, 0.0, 0.0, 0.0])
-        acc[0] += 1
-        acc[1] += float(inst.get("dur_us") or 0.0)
-        if inst.get("bytes"):
-            acc[2] += float(inst["bytes"])
-            acc[3] += float(inst.get("dur_us") or 0.0)
+    sums = transfer_sums(instances)
     for g in groups:
         got = sums.get((g["name"], g["pg"]))
         if got is None:
@@ -200,12 +190,7 @@ def distributed_section(
     world = max(sizes) if sizes else None
     sources = {str(r.rank): _source_of(str(r.source.get("rank_source", "order"))) for r in ranks}
     counted = {s: list(sources.values()).count(s) for s in set(sources.values())}
-    waits: dict[int, float] = {}
-    if isinstance(instances, Instances):
-        waits = instances.wait_by_rank()
-    for inst in () if isinstance(instances, Instances) else instances or []:
-        for rank, w in (inst.get("wait_us") or {}).items():
-            waits[int(rank)] = waits.get(int(rank), 0.0) + float(w)
+    waits = wait_by_rank(instances or [])
     per_rank = []
     for r in ranks:
         t = r.timeline

@@ -14,10 +14,10 @@ loop over the dicts, so they are the same floats.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Any, overload
 
 import numpy as np
@@ -234,12 +234,14 @@ def row_totals(block: InstanceBlock) -> np.ndarray:
 
 
 def straggler_sums(
-    instances: Instances,
+    instances: Sequence[Mapping[str, Any]],
 ) -> tuple[dict[str, float], dict[str, float], dict[str, int], float]:
-    """What :func:`~opscope.analysis.collective_match.stragglers` sums over the instances,
-    on the arrays: ``(caused, own, times_last, rank_time)`` keyed by the rank's string, each
-    the same float as the loop over the instance dicts gives (the same additions in the same
-    order)."""
+    """What :func:`~opscope.analysis.collective_match.stragglers` sums over the instances:
+    ``(caused, own, times_last, rank_time)`` keyed by the rank's string; by a loop over
+    instance dicts, or on a table's arrays with the same additions in the same order (the
+    same floats)."""
+    if not isinstance(instances, Instances):
+        return _dict_straggler_sums(instances)
     contrib: list[np.ndarray] = []
     totals: list[np.ndarray] = []
     lasts: list[np.ndarray] = []
@@ -284,11 +286,48 @@ def straggler_sums(
     return {str(r): v for r, v in caused_by.items()}, own, times, rank_time
 
 
-def transfer_sums(instances: Instances) -> dict[tuple[str, str], list[float]]:
+def _dict_straggler_sums(
+    instances: Sequence[Mapping[str, Any]],
+) -> tuple[dict[str, float], dict[str, float], dict[str, int], float]:
+    caused: dict[str, float] = {}
+    own: dict[str, float] = {}
+    times_last: dict[str, int] = {}
+    rank_time = 0.0
+    by_keys: dict[tuple[str, ...], list[Iterable[float]]] = {}
+    for inst in instances:
+        waits: Mapping[str, float] = inst["wait_us"]
+        n = len(waits)
+        rank_time += float(inst["dur_us"]) * n
+        if n < 2:
+            continue
+        total = sum(waits.values())
+        rank_time += total
+        last = str(inst["last_rank"])
+        caused[last] = caused.get(last, 0.0) + total
+        times_last[last] = times_last.get(last, 0) + 1
+        by_keys.setdefault(tuple(waits), []).append(waits.values())
+    for keys, rows in by_keys.items():
+        flat = np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=len(keys) * len(rows))
+        sums = flat.reshape(len(rows), len(keys)).sum(axis=0)
+        for k, s in zip(keys, sums.tolist(), strict=True):
+            own[k] = own.get(k, 0.0) + s
+    return caused, own, times_last, rank_time
+
+
+def transfer_sums(instances: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[float]]:
     """Per (collective name, process group): ``[instances, transfer times summed, bytes
     summed, transfer times of the instances with bytes summed]``, each added in instance
-    order from 0 (the sums of a loop over the instance dicts)."""
+    order from 0: by a loop over instance dicts, or the same additions on a table's arrays."""
     out: dict[tuple[str, str], list[float]] = {}
+    if not isinstance(instances, Instances):
+        for inst in instances:
+            acc = out.setdefault((str(inst.get("name")), str(inst.get("pg"))), [0.0, 0.0, 0.0, 0.0])
+            acc[0] += 1
+            acc[1] += float(inst.get("dur_us") or 0.0)
+            if inst.get("bytes"):
+                acc[2] += float(inst["bytes"])
+                acc[3] += float(inst.get("dur_us") or 0.0)
+        return out
     for block in instances.blocks:
         sized = block.bytes > 0
         all_dur = _sums_in_order(block.name, block.dur_us)
@@ -304,4 +343,23 @@ def transfer_sums(instances: Instances) -> dict[tuple[str, str], list[float]]:
     return out
 
 
-__all__ = ["InstanceBlock", "Instances", "row_totals", "straggler_sums", "transfer_sums"]
+def wait_by_rank(instances: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+    """Each member rank's waits summed over the instances, in instance order from 0.0: by a
+    loop over instance dicts, or :meth:`Instances.wait_by_rank` on a table's arrays."""
+    if isinstance(instances, Instances):
+        return instances.wait_by_rank()
+    out: dict[int, float] = {}
+    for inst in instances:
+        for rank, w in (inst.get("wait_us") or {}).items():
+            out[int(rank)] = out.get(int(rank), 0.0) + float(w)
+    return out
+
+
+__all__ = [
+    "InstanceBlock",
+    "Instances",
+    "row_totals",
+    "straggler_sums",
+    "transfer_sums",
+    "wait_by_rank",
+]

@@ -84,7 +84,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
 
 
 def trace_reader_memory() -> None:
-    """Memory settings for a command that reads traces (see docs/trace-engine.md, "Memory"):
+    """Memory settings for a command that reads traces (docs/trace-engine.md, "Memory
+    settings of the commands"):
 
     * Arrow's buffers from the C library's allocator, as NumPy's are (unless
       ``ARROW_DEFAULT_MEMORY_POOL`` says otherwise): with Arrow's own default (mimalloc) the
