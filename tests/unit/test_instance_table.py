@@ -15,6 +15,7 @@ from opscope.analysis.collective_match import (
     INSTANCE_KEYS,
     instance_members,
     match_collectives,
+    member_waits,
     stragglers,
 )
 from opscope.analysis.distributed import _add_transfer
@@ -80,6 +81,7 @@ def test_every_figure_on_the_arrays_equals_the_loop_over_the_dicts(seed: int) ->
     assert straggler_sums(table) == straggler_sums(dicts)
     assert stragglers(table) == stragglers(dicts)
     assert instance_members(job, table) == instance_members(job, dicts)
+    assert member_waits(job, table) == member_waits(job, dicts)
     names = ("all_reduce", "all_gather", "broadcast")
     groups_a = [{"name": n, "pg": p} for n in names for p in "01"]
     groups_b = [dict(g) for g in groups_a]

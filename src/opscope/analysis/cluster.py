@@ -495,7 +495,7 @@ def analyze_on_cluster(
         parts = [RankReport.from_dict(d) for d in _gather(client, futures, "analyse", progress)]
         matching = rep.matching(parts)
         records, instances = matching.records, matching.instances
-        from opscope.analysis.collective_match import instance_members
+        from opscope.analysis.collective_match import member_waits
         from opscope.analysis.critical.job import cycle_section
         from opscope.analysis.critical.job_savings import Change, job_finding_savings
         from opscope.analysis.critical.job_solve import Chunk, RankSummary, Run, job_section
@@ -503,13 +503,10 @@ def analyze_on_cluster(
 
         members: dict[int, list[Member]] = {p.rank: [] for p in parts}
         held: list[list[int]] = []
-        for k, (inst, mem) in enumerate(
-            zip(instances, instance_members(records, instances), strict=True)
-        ):
-            held.append([int(r) for r in mem])
-            for r, pos in mem.items():
-                wait = (inst.get("wait_us") or {}).get(str(r), 0.0) or 0.0
-                members[int(r)].append((k, int(pos), float(wait)))
+        for k, mem in enumerate(member_waits(records, instances)):
+            held.append([int(r) for r, _pos, _wait in mem])
+            for r, pos, wait in mem:
+                members[int(r)].append((k, int(pos), wait))
         by_rank = {int(t["rank"]): t for t in tasks}
 
         def args(rank: int) -> tuple[Any, ...]:

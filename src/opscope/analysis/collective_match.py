@@ -417,9 +417,7 @@ def instance_members(
     point-to-point records are not matched; a rank's first record of a key is the one kept).
     Matched :class:`~opscope.analysis.instance_table.Instances` of those records know their
     members' positions already."""
-    if isinstance(instances, Instances) and all(
-        len(b.position) == 0 or int(b.position[0]) >= 0 for b in instances.blocks
-    ):
+    if isinstance(instances, Instances) and instances.knows_positions():
         return instances.members()
     has_seq: dict[str, bool] = {}
     for recs in records_by_rank.values():
@@ -443,11 +441,29 @@ def instance_members(
     return out
 
 
+def member_waits(
+    records_by_rank: Mapping[int, Sequence[Mapping[str, Any]]],
+    instances: Sequence[Mapping[str, Any]],
+) -> list[list[tuple[int, int, float]]]:
+    """For each instance: ``(rank, position of its record, its wait in µs)`` of each member
+    (:func:`instance_members` with each member's ``wait_us``, 0 where none)."""
+    if isinstance(instances, Instances) and instances.knows_positions():
+        return instances.member_waits()
+    return [
+        [
+            (r, pos, float((inst.get("wait_us") or {}).get(str(r), 0.0) or 0.0))
+            for r, pos in m.items()
+        ]
+        for inst, m in zip(instances, instance_members(records_by_rank, instances), strict=True)
+    ]
+
+
 __all__ = [
     "INSTANCE_KEYS",
     "CollectiveColumns",
     "collective_columns",
     "instance_members",
     "match_collectives",
+    "member_waits",
     "stragglers",
 ]

@@ -176,6 +176,21 @@ class Instances(Sequence[dict[str, Any]]):
         waits = np.concatenate([b.wait_us for b in self.blocks]) if self.blocks else np.zeros(0)
         return _sums_in_order(ranks.astype(np.int64), waits)
 
+    def knows_positions(self) -> bool:
+        """Whether the members' record positions are known (columns made with them)."""
+        return all(len(b.position) == 0 or int(b.position[0]) >= 0 for b in self.blocks)
+
+    def member_waits(self) -> list[list[tuple[int, int, float]]]:
+        """For each instance, ``(rank, record position, wait µs)`` of each member."""
+        out: list[list[tuple[int, int, float]]] = []
+        for block in self.blocks:
+            ranks, pos, wait = block.rank.tolist(), block.position.tolist(), block.wait_us.tolist()
+            out.extend(
+                list(zip(ranks[a:b], pos[a:b], wait[a:b], strict=True))
+                for a, b in pairwise(block.starts.tolist())
+            )
+        return out
+
     def members(self) -> list[dict[int, int]]:
         """For each instance, ``{rank: position of its record in that rank's list}`` (the
         positions the columns were made with)."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opscope.analysis.collective_match import instance_members
+from opscope.analysis.collective_match import member_waits
 from opscope.analysis.critical.contract import Contraction
 from opscope.analysis.critical.graph import CPU, NONE, SPLIT, THREAD, Graph
 from opscope.analysis.critical.job_savings import (
@@ -78,20 +78,18 @@ def _waits(
     instances: Sequence[Mapping[str, Any]],
 ) -> tuple[dict[int, dict[int, int]], list[dict[int, int]]]:
     """Per rank ``{first work row: wait ns}``, and per instance ``{rank: first work row}``."""
-    members = instance_members(records, instances)
     waits: dict[int, dict[int, int]] = {r: {} for r in traces}
     works: list[dict[int, int]] = []
-    for inst, mem in zip(instances, members, strict=True):
+    for mem in member_waits(records, instances):
         got: dict[int, int] = {}
-        for rank, pos in mem.items():
+        for rank, pos, wait_us in mem:
             if rank not in traces:
                 continue
             row = _first_work(traces[rank], records[rank][pos])
             if row < 0:
                 continue
             got[rank] = row
-            wait_us = (inst.get("wait_us") or {}).get(str(rank), 0.0) or 0.0
-            waits[rank][row] = round(float(wait_us) * 1000.0)
+            waits[rank][row] = round(wait_us * 1000.0)
         works.append(got)
     return waits, works
 
