@@ -176,13 +176,24 @@ def test_the_workspace_answers_the_collective_of_a_gloo_range(slow_job: list[Pat
     assert (again["seq"], again["ranks"]) == (got["seq"], got["ranks"])
 
 
-def test_no_straggler_without_a_slow_rank(tmp_path: Path) -> None:
-    paths = run_gloo_job(tmp_path, 2, active=ACTIVE)
+def _healthy_job_stragglers(folder: Path) -> list[dict[str, Any]]:
+    paths = run_gloo_job(folder, 2, active=ACTIVE)
     by_rank = {r: collective_records(load(p)) for r, p in enumerate(paths)}
     instances, warnings = match_collectives(by_rank)
     assert warnings == []
     assert len(instances) == PER_STEP * ACTIVE
-    assert stragglers(instances) == []
+    return stragglers(instances)
+
+
+def test_no_straggler_without_a_slow_rank(tmp_path: Path) -> None:
+    # No rank is slowed, but the job shares two cores with whatever else runs: a rank that
+    # another process keeps off its core for the whole run is, in that run, really the one
+    # the other waits for (CI once gave 4.4 ms of wait in a 12-collective window).  A detector
+    # that names noise names a rank in every run; so a rank named once is checked on a second,
+    # independent run, and the test fails when both name one.
+    first = _healthy_job_stragglers(tmp_path / "first")
+    if first:
+        assert _healthy_job_stragglers(tmp_path / "second") == [], first
 
 
 def test_a_job_past_its_timeout_is_killed(tmp_path: Path) -> None:
