@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from opscope.analysis.optable import select_window
 from opscope.trace.args import decode_args
+from opscope.trace.groupby import grouped
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
@@ -70,14 +71,16 @@ def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[Ker
             "op_name": k.column("op_name").cast(pa.string()),
         }
     )
-    g = t.group_by("name", use_threads=False).aggregate(
+    g = grouped(
+        t,
+        ["name"],
         [
             ("dur_ns", "count"),
             ("dur_ns", "sum"),
             ("dur_ns", "min"),
             ("dur_ns", "max"),
             ("op_name", "distinct"),
-        ]
+        ],
     )
     rows = [
         KernelRow(
@@ -89,7 +92,7 @@ def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[Ker
             max_us=r["dur_ns_max"] / 1e3,
             ops=sorted(o for o in r["op_name_distinct"] if o is not None),
         )
-        for r in g.to_pylist()
+        for r in g
     ]
     rows.sort(key=lambda r: (-r.device_us, r.name))
     return rows

@@ -28,7 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.markers import SYNC_ANNOTATION
-from opscope.trace.arrays import Codes, grouped, ints
+from opscope.trace.arrays import Codes, ints
+from opscope.trace.groupby import grouped
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:

@@ -30,7 +30,8 @@ import pyarrow as pa
 from opscope.analysis.costs import Cost, normalize_name, op_cost
 from opscope.analysis.optable import select_window
 from opscope.analysis.peaks import DevicePeaks, device_peaks
-from opscope.trace.arrays import Codes, grouped
+from opscope.trace.arrays import Codes
+from opscope.trace.groupby import grouped
 
 if TYPE_CHECKING:
     from pathlib import Path

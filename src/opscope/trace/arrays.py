@@ -6,8 +6,9 @@
   nulls as ``""``;
 * :class:`Codes` - a string column as integer codes into its distinct values, sorted: the
   vectorised way to compare, match and group strings without a Python string per row;
-* :func:`distinct` - the distinct strings of a column; :func:`member` - integer membership;
-* :func:`grouped` - a group-by of dictionary or plain key columns, as rows.
+* :func:`distinct` - the distinct strings of a column; :func:`member` - integer membership.
+
+The group-by of the op, kernel and roofline tables is :mod:`opscope.trace.groupby`.
 """
 
 from __future__ import annotations
@@ -138,23 +139,6 @@ def member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
     ordered = np.sort(pool)
     pos = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
     return np.asarray(ordered[pos] == values, dtype=bool)
-
-
-def grouped(
-    table: pa.Table, keys: list[str], aggregates: list[tuple[str, str]]
-) -> list[dict[str, Any]]:
-    """``table.group_by(keys).aggregate(aggregates).to_pylist()``, dictionary key columns
-    grouped as their text.  (Arrow orders the groups by the key columns' types: grouped by
-    dictionary indices, tied rows of a sorted table would come in another order.)"""
-    for key in keys:
-        col = table.column(key)
-        if pa.types.is_dictionary(col.type):
-            at = table.schema.get_field_index(key)
-            table = table.set_column(at, key, col.cast(col.type.value_type))
-    rows: list[dict[str, Any]] = (
-        table.group_by(keys, use_threads=False).aggregate(aggregates).to_pylist()
-    )
-    return rows
 
 
 def _chunks(col: pa.ChunkedArray | pa.Array) -> list[pa.Array]:

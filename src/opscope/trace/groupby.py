@@ -1,0 +1,118 @@
+"""A group-by over table columns in NumPy, groups in the order their keys first appear.
+
+The op, kernel and roofline tables group events by name (and shape): a few columns, a few
+aggregates.  Arrow's ``Table.group_by`` would load its query engine (Acero and the dataset
+module: about 16 MB of resident memory and 20-25 ms on the first call of every process) and
+orders the groups of several key columns by its hash table's layout, which is neither the
+order of the trace nor promised to stay the same between Arrow versions.  Here the groups come
+in the order of each key's first row (as torch's ``key_averages()`` lists them), and integer
+sums are exact (added in int64, never through a double).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from opscope.trace.arrays import Codes, unique_inverse, valid
+
+#: the aggregates :func:`grouped` computes (Arrow's names, and its output names
+#: ``<column>_<aggregate>``): ``count`` counts the non-null values; ``sum``, ``min`` and
+#: ``max`` of integer or boolean columns give None for a group of nulls only; ``distinct``
+#: lists a group's distinct values (null included) in the order they first appear.
+AGGREGATES = ("count", "sum", "min", "max", "distinct")
+
+
+def grouped(
+    table: pa.Table, keys: Sequence[str], aggregates: Sequence[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """One dict per distinct combination of the ``keys`` columns (string, dictionary or
+    integer; null is a value of its own), in the order of each combination's first row: the
+    key values, then ``<column>_<aggregate>`` for each of ``aggregates`` (see
+    :data:`AGGREGATES`).  The rows Arrow's ``table.group_by(keys).aggregate(aggregates)``
+    gives, with dictionary keys as their text, in first-appearance order."""
+    for column, fn in aggregates:
+        if fn not in AGGREGATES:
+            raise ValueError(f"aggregate {fn!r} of {column!r}: one of {', '.join(AGGREGATES)}")
+    n = table.num_rows
+    if n == 0:
+        return []
+    gid, first = _group_ids([table.column(k) for k in keys], n)
+    order = np.argsort(gid, kind="stable")
+    counts = np.bincount(gid, minlength=len(first))
+    starts = np.zeros(len(first), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    out: dict[str, list[Any]] = {}
+    for key in keys:
+        out[key] = table.column(key).take(pa.array(first)).to_pylist()
+    for column, fn in aggregates:
+        out[f"{column}_{fn}"] = _aggregate(table.column(column), fn, order, starts, gid)
+    names = list(out)
+    return [dict(zip(names, values, strict=True)) for values in zip(*out.values(), strict=True)]
+
+
+def _codes(col: pa.ChunkedArray) -> np.ndarray:
+    """A key column as non-negative integer codes, one per distinct value (null: 0)."""
+    if pa.types.is_null(col.type):  # no value at all
+        return np.zeros(len(col), dtype=np.int64)
+    if pa.types.is_integer(col.type) or pa.types.is_boolean(col.type):
+        ok = valid(col)
+        values = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        lo = int(values.min()) if len(values) else 0
+        _, inverse = unique_inverse(values - lo)
+        return np.where(ok, inverse + 1, 0)
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return Codes.of(col).codes.astype(np.int64) + 1
+    if pa.types.is_dictionary(col.type):
+        return Codes.of(col).codes.astype(np.int64) + 1
+    raise TypeError(f"cannot group by a column of type {col.type}")
+
+
+def _group_ids(columns: list[pa.ChunkedArray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's group (0, 1, ... in the order groups first appear) and each group's first
+    row."""
+    key = np.zeros(n, dtype=np.int64)
+    for col in columns:
+        codes = _codes(col)
+        width = int(codes.max()) + 1
+        _, key = unique_inverse(key * width + codes)  # compact before the next column
+    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(distinct), dtype=np.int64)
+    by_first = np.argsort(first, kind="stable")
+    rank[by_first] = np.arange(len(distinct))
+    return rank[np.asarray(inverse).reshape(-1)], first[by_first].astype(np.int64)
+
+
+def _aggregate(
+    col: pa.ChunkedArray, fn: str, order: np.ndarray, starts: np.ndarray, gid: np.ndarray
+) -> list[Any]:
+    """One aggregate of ``col`` per group (rows ``order`` sorted by group, each group's rows
+    from ``starts``)."""
+    n_groups = len(starts)
+    ok = valid(col)
+    if fn == "count":
+        counts: list[Any] = np.bincount(gid[ok], minlength=n_groups).tolist()
+        return counts
+    if fn == "distinct":
+        values = col.to_pylist()
+        seen: list[dict[Any, None]] = [{} for _ in range(n_groups)]
+        for g, v in zip(gid.tolist(), values, strict=True):
+            seen[g].setdefault(v, None)
+        return [list(s) for s in seen]
+    if pa.types.is_null(col.type):
+        return [None] * n_groups
+    if not (pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
+        raise TypeError(f"{fn} of a column of type {col.type}: integers or booleans only")
+    values = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    has = np.bincount(gid[ok], minlength=n_groups) > 0
+    if fn == "sum":
+        got = np.add.reduceat(np.where(ok, values, 0)[order], starts)
+    else:
+        big = np.iinfo(np.int64).max
+        fill = big if fn == "min" else -big - 1
+        ufunc = np.minimum if fn == "min" else np.maximum
+        got = ufunc.reduceat(np.where(ok, values, fill)[order], starts)
+    return [int(v) if h else None for v, h in zip(got.tolist(), has.tolist(), strict=True)]
