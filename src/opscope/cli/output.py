@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 def positive_int(text: str) -> int:
@@ -78,31 +81,48 @@ def apply_max_inflate(value: float | None) -> None:
         os.environ["OPSCOPE_MAX_INFLATE"] = repr(value)
 
 
-def write_output(text: str | bytes, output: str | None) -> None:
-    """Write ``text`` (a string, or UTF-8 bytes written as they are) to ``output`` (and say so
-    on stderr), or to stdout when it is None; a file that cannot be written is a one-line
-    :class:`~opscope.errors.OpscopeError`."""
+def write_output(text: str | bytes | Iterable[bytes], output: str | None) -> None:
+    """Write ``text`` (a string, UTF-8 bytes written as they are, or such bytes in pieces) to
+    ``output`` (and say so on stderr), or to stdout when it is None; a file that cannot be
+    written is a one-line :class:`~opscope.errors.OpscopeError`, and a file left half
+    written by it is removed."""
     from opscope.errors import OpscopeError
 
     if output:
         path = Path(output)
         if not path.parent.is_dir():
             raise OpscopeError(f"-o {output}: no folder {path.parent} (create it first)")
+        existed = path.exists()
         try:
-            if isinstance(text, bytes):
-                path.write_bytes(text)
-            else:
+            if isinstance(text, str):
                 path.write_text(text, encoding="utf-8")
+            else:
+                with path.open("wb") as fh:
+                    for chunk in [text] if isinstance(text, bytes) else text:
+                        fh.write(chunk)
         except OSError as exc:
+            _remove_partial(path, existed)
             raise OpscopeError(f"-o {output}: {exc.strerror or exc}") from None
+        except BaseException:  # the document failed (or the user stopped it) half written
+            _remove_partial(path, existed)
+            raise
         print(f"wrote {output}", file=sys.stderr)
-    elif isinstance(text, bytes):
+    elif isinstance(text, str):
+        sys.stdout.write(text)
+    else:
+        chunks = [text] if isinstance(text, bytes) else text
         buffer = getattr(sys.stdout, "buffer", None)
         if buffer is None:  # a text-only stream (redirected in-process)
-            sys.stdout.write(text.decode())
+            for chunk in chunks:
+                sys.stdout.write(chunk.decode())
         else:
             sys.stdout.flush()
-            buffer.write(text)
+            for chunk in chunks:
+                buffer.write(chunk)
             buffer.flush()
-    else:
-        sys.stdout.write(text)
+
+
+def _remove_partial(path: Path, existed: bool) -> None:
+    """Remove a file this command created and could not finish."""
+    if not existed and path.is_file():
+        path.unlink()

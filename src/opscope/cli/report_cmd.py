@@ -236,11 +236,11 @@ def _emit(
 
             console.print(render_text(data["roofline"], top=args.top, width=console.width))
         return 0
-    text: str | bytes
+    text: str | bytes | Iterator[bytes]
     if args.format == "json":
         from opscope.render import json_render
 
-        text = json_render.render_bytes(data)
+        text = json_render.render_chunks(data)
     elif args.format == "md":
         from opscope.render import markdown
 

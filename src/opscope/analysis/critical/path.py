@@ -33,6 +33,9 @@ except ImportError:  # built without a C compiler: the dicts, through orjson
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
 
+#: segments per piece of :meth:`Segments.json_chunks` (about 8 MB of JSON)
+JSON_CHUNK = 65_536
+
 
 @dataclass(frozen=True)
 class Path:
@@ -130,6 +133,16 @@ class Pieces:
 
     def __len__(self) -> int:
         return len(self.row)
+
+    def slice(self, lo: int, hi: int) -> Pieces:
+        """Pieces ``lo`` to ``hi`` (views, no copy)."""
+        return Pieces(
+            self.rank[lo:hi],
+            self.label[lo:hi],
+            self.row[lo:hi],
+            self.start_ns[lo:hi],
+            self.dur_ns[lo:hi],
+        )
 
     def dicts(self, idx: EventIndex) -> list[dict[str, Any]]:
         """The pieces as the report's ``segments``: ``rank``, ``label``, ``name``,
@@ -264,10 +277,26 @@ class Segments(Sequence[dict[str, Any]]):
 
     def json(self) -> bytes:
         """The segments as a JSON array, as ``orjson.dumps(list(self))`` writes it."""
+        return b"".join(self.json_chunks())
+
+    def json_chunks(self, per_chunk: int | None = None) -> Iterator[bytes]:
+        """:meth:`json` in pieces of at most ``per_chunk`` segments each (default
+        :data:`JSON_CHUNK`; a path of a million segments is over 100 MB of JSON: written piece
+        by piece, it is never held whole)."""
+        per_chunk = JSON_CHUNK if per_chunk is None else max(1, per_chunk)
         if _pieces is None or not len(self):
-            return orjson.dumps(self._items())
-        arrays = [_block_json(p, i) for p, i in self.blocks]
-        return b"[" + b",".join(a[1:-1] for a in arrays) + b"]"
+            yield orjson.dumps(self._items())
+            return
+        yield b"["
+        first = True
+        for p, idx in self.blocks:
+            for lo in range(0, len(p), per_chunk):
+                part = p if lo == 0 and len(p) <= per_chunk else p.slice(lo, lo + per_chunk)
+                body = _block_json(part, idx)[1:-1]
+                if body:
+                    yield body if first else b"," + body
+                    first = False
+        yield b"]"
 
 
 def _block_json(p: Pieces, idx: EventIndex) -> bytes:
