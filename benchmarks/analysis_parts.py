@@ -3,6 +3,7 @@
     python benchmarks/analysis_parts.py                      # V100 trace: 1x, ~1M, ~3M events
     python benchmarks/analysis_parts.py --trace rocm/mi300x_models/owlv2_large.json.gz
     python benchmarks/analysis_parts.py --sizes 1 300000 --repeat 3
+    python benchmarks/analysis_parts.py --cli-memory     # with `opscope report`'s memory settings
 
 The larger sizes are the shared trace tiled: each copy's timestamps shifted past the previous
 copy, its correlation / External / flow ids and profiler step numbers offset, so links stay
@@ -166,7 +167,16 @@ def main() -> int:
     )
     ap.add_argument("--repeat", type=int, default=3, help="fresh loads per size (best kept)")
     ap.add_argument("--tmp", default=str(Path(tempfile.gettempdir()) / "opscope-bench"))
+    ap.add_argument(
+        "--cli-memory",
+        action="store_true",
+        help="the memory settings `opscope report` runs with (docs/trace-engine.md)",
+    )
     args = ap.parse_args()
+    if args.cli_memory:
+        from opscope.cli.main import trace_reader_memory
+
+        trace_reader_memory()
     os.environ.setdefault("OPSCOPE_CACHE_DIR", tempfile.mkdtemp())
     seed = SHARED / args.trace
     if not seed.is_file():
