@@ -399,3 +399,68 @@ def test_a_gap_finding_saves_the_path_time_inside_its_ranges() -> None:
         },
     ]
     assert finding_savings(tr, g, found) == [170.0, 0.0]
+
+
+def test_each_steps_end_node_is_the_lexsorts_first() -> None:
+    """Per step, the node of largest distance and the first of equals: what a lexsort by
+    (step, -dist) puts first, on random steps (small, spread out, none) and many ties."""
+    from opscope.analysis.critical.path import _step_ends
+
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        n = int(rng.integers(0, 200))
+        scale = int(rng.choice([1, 1000, 10**12]))
+        step = rng.integers(-1, int(rng.integers(1, 8)), n) * scale
+        dist = rng.integers(0, int(rng.integers(1, 6)), n)
+        ends, steps = _step_ends(dist, step)
+        want_steps = np.unique(step[step >= 0])
+        order = np.lexsort((-dist, step))
+        want = order[np.searchsorted(step[order], want_steps, side="left")]
+        assert np.array_equal(steps, want_steps)
+        assert np.array_equal(ends, want)
+
+
+def test_the_acyclic_checks_solution_serves_only_its_own_arrays() -> None:
+    from dataclasses import replace
+
+    from opscope.analysis.critical.path import longest_edges, solve
+
+    d = Doc()
+    for i in range(6):
+        d.op(f"op{i}", 100 * i, 40)
+        d.launch(100 * i + 5, 10, f"k{i}", 100 * i + 20, 60 + 10 * i)
+    graph = rank_graph(d.trace(), None)
+    assert graph.solved(graph.weight) is not None  # the check's dist and pred, kept
+    path = solve(graph)
+    fresh = longest_edges(graph.src, graph.dst, graph.weight, graph.n_nodes)
+    assert np.array_equal(path.edges, fresh[0]) and path.length_ns == fresh[1]
+    # a copy with other weights (a what-if) solves its own
+    other = replace(graph, weight=graph.weight * 0)
+    assert other.solved(other.weight) is None
+    assert solve(other).length_ns == 0
+    assert graph.solved(graph.weight.copy()) is None
+
+
+def test_time_inside_ranges_by_prefix_sums_equals_the_pass_over_the_path() -> None:
+    from opscope.analysis.critical.section import _OnPath
+
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        n = int(rng.integers(1, 60))
+        on = _OnPath.__new__(_OnPath)
+        starts = np.cumsum(rng.integers(0, 50, n)) + 10**15  # a clock far from zero
+        w = rng.integers(1, 80, n)
+        if trial % 3 == 0:  # out of order: the pass itself
+            starts = rng.permutation(starts)
+        on.t0, on.t1 = starts, starts + w
+        if trial % 3 == 1:  # ends out of order, starts in order
+            on.t1 = starts + w[::-1]
+        ranges = []
+        for _ in range(int(rng.integers(1, 6))):
+            a = int(starts.min()) + int(rng.integers(-100, 3000))
+            ranges.append((a, a + int(rng.integers(-20, 400))))
+        want = sum(
+            int(np.clip(np.minimum(on.t1, b) - np.maximum(on.t0, a), 0, None).sum())
+            for a, b in ranges
+        )
+        assert on.inside(ranges) == want

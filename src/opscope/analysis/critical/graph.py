@@ -195,7 +195,8 @@ def acyclic(graph: Graph) -> Graph:
     from opscope.analysis.critical.longest import CycleError, longest_paths
 
     try:
-        longest_paths(graph.src, graph.dst, graph.weight, graph.n_nodes)
+        dist, pred = longest_paths(graph.src, graph.dst, graph.weight, graph.n_nodes)
+        graph.longest = (graph.src, graph.dst, graph.weight, dist, pred)
         return graph
     except CycleError:
         pass

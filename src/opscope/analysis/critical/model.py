@@ -99,6 +99,17 @@ class Graph:
     kind: np.ndarray
     rank: int = 0
     notes: list[str] = field(default_factory=list)
+    #: what :func:`~opscope.analysis.critical.graph.acyclic` found while checking the graph:
+    #: ``(src, dst, weight, dist, pred)``, the ``longest_paths`` of those very arrays (see
+    #: :meth:`solved`; a copy of the graph with other edges or weights does not use it)
+    longest: tuple[np.ndarray, ...] | None = field(default=None, compare=False, repr=False)
+
+    def solved(self, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(dist, pred)`` over this graph's edges with ``weight``, when already known."""
+        got = self.longest
+        if got is None or got[0] is not self.src or got[1] is not self.dst or got[2] is not weight:
+            return None
+        return got[3], got[4]
 
     @property
     def n_nodes(self) -> int:

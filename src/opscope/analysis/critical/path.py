@@ -23,6 +23,7 @@ import orjson
 
 from opscope.analysis.critical.graph import LABELS, Graph
 from opscope.analysis.critical.longest import longest_paths, paths_to
+from opscope.trace.arrays import unique_inverse
 
 _pieces: ModuleType | None
 try:
@@ -63,10 +64,15 @@ def longest_edges(
     weight: np.ndarray,
     n: int,
     keep: np.ndarray | None = None,
+    *,
+    solved: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, int]:
     """The edges (first to last) and length of the longest path over ``n`` nodes and the
-    edges ``src -> dst`` of ``weight`` (only those where ``keep`` is True)."""
-    if keep is None:
+    edges ``src -> dst`` of ``weight`` (only those where ``keep`` is True); ``solved``: the
+    ``longest_paths`` of all of them, when known."""
+    if keep is None and solved is not None:
+        dist, pred = solved
+    elif keep is None:
         dist, pred = longest_paths(src, dst, weight, n)
     else:
         sub = np.flatnonzero(keep)
@@ -87,13 +93,9 @@ def longest_per_step(
     sub = np.flatnonzero((s_src == s_dst) & (s_src >= 0))
     dist, pred_sub = longest_paths(src[sub], dst[sub], weight[sub], len(node_step))
     pred = np.where(pred_sub >= 0, sub[np.maximum(pred_sub, 0)] if len(sub) else -1, -1)
-    steps = np.unique(node_step[node_step >= 0])
+    ends, steps = _step_ends(dist, node_step)
     if not len(steps):
         return {}
-    # the node of largest dist per step
-    order = np.lexsort((-dist, node_step))
-    ns = node_step[order]
-    ends = order[np.searchsorted(ns, steps, side="left")]
     walks = paths_to(ends, pred, src)
     return {
         int(s): (edges, int(dist[node]))
@@ -101,11 +103,29 @@ def longest_per_step(
     }
 
 
+def _step_ends(dist: np.ndarray, node_step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per step (sorted), its node of largest ``dist``, the first such node on a tie: where
+    ``np.lexsort((-dist, node_step))`` puts each step's first node, by one maximum and one
+    minimum per step instead of a sort of every node."""
+    rows = np.flatnonzero(node_step >= 0)
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    steps, code = unique_inverse(node_step[rows])
+    d = dist[rows]
+    best = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(best, code, d)
+    top = d == best[code]
+    first = np.full(len(steps), len(node_step), dtype=np.int64)
+    np.minimum.at(first, code[top], rows[top])
+    return first, steps
+
+
 def solve(graph: Graph, weight: np.ndarray | None = None, keep: np.ndarray | None = None) -> Path:
     """The longest path through ``graph`` (edge weights ``weight``, default the graph's;
     only the edges where ``keep`` is True)."""
     w = graph.weight if weight is None else weight
-    edges, length = longest_edges(graph.src, graph.dst, w, graph.n_nodes, keep)
+    solved = graph.solved(w) if keep is None else None
+    edges, length = longest_edges(graph.src, graph.dst, w, graph.n_nodes, keep, solved=solved)
     return Path(edges, length, _by_label(graph, edges, w))
 
 
