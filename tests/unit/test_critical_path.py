@@ -432,9 +432,12 @@ def test_the_acyclic_checks_solution_serves_only_its_own_arrays() -> None:
     graph = rank_graph(d.trace(), None)
     assert graph.solved(graph.weight) is not None  # the check's dist and pred, kept
     path = solve(graph)
+    assert graph.solved(graph.weight) is None  # taken by the first solve, not kept
     fresh = longest_edges(graph.src, graph.dst, graph.weight, graph.n_nodes)
     assert np.array_equal(path.edges, fresh[0]) and path.length_ns == fresh[1]
+    assert np.array_equal(solve(graph).edges, path.edges)
     # a copy with other weights (a what-if) solves its own
+    graph = rank_graph(d.trace(), None)
     other = replace(graph, weight=graph.weight * 0)
     assert other.solved(other.weight) is None
     assert solve(other).length_ns == 0

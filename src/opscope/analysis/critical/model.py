@@ -101,7 +101,8 @@ class Graph:
     notes: list[str] = field(default_factory=list)
     #: what :func:`~opscope.analysis.critical.graph.acyclic` found while checking the graph:
     #: ``(src, dst, weight, dist, pred)``, the ``longest_paths`` of those very arrays (see
-    #: :meth:`solved`; a copy of the graph with other edges or weights does not use it)
+    #: :meth:`solved`; a copy of the graph with other edges or weights does not use it; the
+    #: first solve with the graph's own weights takes it)
     longest: tuple[np.ndarray, ...] | None = field(default=None, compare=False, repr=False)
 
     def solved(self, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

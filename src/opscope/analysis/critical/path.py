@@ -125,6 +125,8 @@ def solve(graph: Graph, weight: np.ndarray | None = None, keep: np.ndarray | Non
     only the edges where ``keep`` is True)."""
     w = graph.weight if weight is None else weight
     solved = graph.solved(w) if keep is None else None
+    if solved is not None:
+        graph.longest = None  # used once: its two node arrays are not kept with the graph
     edges, length = longest_edges(graph.src, graph.dst, w, graph.n_nodes, keep, solved=solved)
     return Path(edges, length, _by_label(graph, edges, w))
 
