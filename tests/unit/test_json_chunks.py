@@ -17,33 +17,16 @@ from opscope.render.json_render import render_bytes, render_chunks
 from opscope.trace import load_document
 
 
+def _op(name: str, ts: float, dur: float) -> dict[str, Any]:
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+
 def _trace(n: int, rank: int | None = None) -> dict[str, Any]:
     """A CPU trace of ``n`` nested op pairs (a path of many segments)."""
     events: list[dict[str, Any]] = []
     for i in range(n):
         t = 1000.0 + 20 * i
-        events.append(
-            {
-                "ph": "X",
-                "cat": "cpu_op",
-                "name": f"outer{i % 3}",
-                "pid": 1,
-                "tid": 1,
-                "ts": t,
-                "dur": 12.0,
-            }
-        )
-        events.append(
-            {
-                "ph": "X",
-                "cat": "cpu_op",
-                "name": "aten::mul",
-                "pid": 1,
-                "tid": 1,
-                "ts": t + 2,
-                "dur": 5.0,
-            }
-        )
+        events += [_op(f"outer{i % 3}", t, 12.0), _op("aten::mul", t + 2, 5.0)]
     doc: dict[str, Any] = {"traceEvents": events}
     if rank is not None:
         doc["distributedInfo"] = {"backend": "gloo", "rank": rank, "world_size": 2}
