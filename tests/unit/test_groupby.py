@@ -77,6 +77,22 @@ def test_distinct_lists_each_groups_values_once() -> None:
     ]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_distinct_values_per_group_in_first_appearance_order(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(30):
+        t = _table(rng, rng.choice([1, 5, 80, 700]))
+        t = t.append_column("f", pa.array([rng.choice([0.5, None, 2.0]) for _ in range(len(t))]))
+        keys = rng.choice([["name"], ["name", "dims"], ["code"]])
+        got = grouped(t, keys, [("dims", "distinct"), ("code", "distinct"), ("f", "distinct")])
+        text = _as_text(t, keys)
+        rows = text.to_pylist()
+        for g in got:
+            mine = [r for r in rows if all(r[k] == g[k] for k in keys)]
+            for col in ("dims", "code", "f"):
+                assert g[f"{col}_distinct"] == list(dict.fromkeys(r[col] for r in mine))
+
+
 def test_bad_aggregates_are_refused() -> None:
     t = pa.table({"k": ["a"], "f": [1.5]})
     with pytest.raises(ValueError, match="one of count"):

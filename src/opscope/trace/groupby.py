@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from opscope.trace.arrays import Codes, unique_inverse, valid
+from opscope.trace.arrays import Codes, ints, unique_inverse, valid, values_at
 
 #: the aggregates :func:`grouped` computes (Arrow's names, and its output names
 #: ``<column>_<aggregate>``): ``count`` counts the non-null values; ``sum``, ``min`` and
@@ -47,7 +47,7 @@ def grouped(
     np.cumsum(counts[:-1], out=starts[1:])
     out: dict[str, list[Any]] = {}
     for key in keys:
-        out[key] = table.column(key).take(pa.array(first)).to_pylist()
+        out[key] = values_at(table.column(key), first)
     for column, fn in aggregates:
         out[f"{column}_{fn}"] = _aggregate(table.column(column), fn, order, starts, gid)
     names = list(out)
@@ -59,14 +59,15 @@ def _codes(col: pa.ChunkedArray) -> np.ndarray:
     if pa.types.is_null(col.type):  # no value at all
         return np.zeros(len(col), dtype=np.int64)
     if pa.types.is_integer(col.type) or pa.types.is_boolean(col.type):
-        ok = valid(col)
-        values = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        values = ints(col, 0)
         lo = int(values.min()) if len(values) else 0
         _, inverse = unique_inverse(values - lo)
-        return np.where(ok, inverse + 1, 0)
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        return Codes.of(col).codes.astype(np.int64) + 1
-    if pa.types.is_dictionary(col.type):
+        return np.where(valid(col), inverse + 1, 0)
+    if (
+        pa.types.is_string(col.type)
+        or pa.types.is_large_string(col.type)
+        or pa.types.is_dictionary(col.type)
+    ):
         return Codes.of(col).codes.astype(np.int64) + 1
     raise TypeError(f"cannot group by a column of type {col.type}")
 
@@ -97,16 +98,12 @@ def _aggregate(
         counts: list[Any] = np.bincount(gid[ok], minlength=n_groups).tolist()
         return counts
     if fn == "distinct":
-        values = col.to_pylist()
-        seen: list[dict[Any, None]] = [{} for _ in range(n_groups)]
-        for g, v in zip(gid.tolist(), values, strict=True):
-            seen[g].setdefault(v, None)
-        return [list(s) for s in seen]
+        return _distinct(col, gid, n_groups)
     if pa.types.is_null(col.type):
         return [None] * n_groups
     if not (pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
         raise TypeError(f"{fn} of a column of type {col.type}: integers or booleans only")
-    values = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    values = ints(col, 0)
     has = np.bincount(gid[ok], minlength=n_groups) > 0
     if fn == "sum":
         got = np.add.reduceat(np.where(ok, values, 0)[order], starts)
@@ -116,3 +113,22 @@ def _aggregate(
         ufunc = np.minimum if fn == "min" else np.maximum
         got = ufunc.reduceat(np.where(ok, values, fill)[order], starts)
     return [int(v) if h else None for v, h in zip(got.tolist(), has.tolist(), strict=True)]
+
+
+def _distinct(col: pa.ChunkedArray, gid: np.ndarray, n_groups: int) -> list[list[Any]]:
+    """Each group's distinct values of ``col`` in the order they first appear: the first row
+    of each (group, value) pair, found on the column's codes (a column of a type that has
+    none is read value by value)."""
+    try:
+        codes = _codes(col)
+    except TypeError:
+        seen: list[dict[Any, None]] = [{} for _ in range(n_groups)]
+        for g, v in zip(gid.tolist(), col.to_pylist(), strict=True):
+            seen[g].setdefault(v, None)
+        return [list(s) for s in seen]
+    _, first = np.unique(gid * (int(codes.max()) + 1) + codes, return_index=True)
+    first = np.sort(first)
+    out: list[list[Any]] = [[] for _ in range(n_groups)]
+    for g, v in zip(gid[first].tolist(), values_at(col, first), strict=True):
+        out[g].append(v)
+    return out
