@@ -194,14 +194,7 @@ class Instances(Sequence[dict[str, Any]]):
     def members(self) -> list[dict[int, int]]:
         """For each instance, ``{rank: position of its record in that rank's list}`` (the
         positions the columns were made with)."""
-        out: list[dict[int, int]] = []
-        for block in self.blocks:
-            ranks, pos = block.rank.tolist(), block.position.tolist()
-            out.extend(
-                dict(zip(ranks[a:b], pos[a:b], strict=True))
-                for a, b in pairwise(block.starts.tolist())
-            )
-        return out
+        return [{r: pos for r, pos, _wait in m} for m in self.member_waits()]
 
 
 def _sums_in_order(keys: np.ndarray, values: np.ndarray) -> dict[int, float]:

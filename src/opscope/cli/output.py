@@ -98,7 +98,7 @@ def write_output(text: str | bytes | Iterable[bytes], output: str | None) -> Non
                 path.write_text(text, encoding="utf-8")
             else:
                 with path.open("wb") as fh:
-                    for chunk in [text] if isinstance(text, bytes) else text:
+                    for chunk in _pieces(text):
                         fh.write(chunk)
         except OSError as exc:
             _remove_partial(path, existed)
@@ -110,14 +110,13 @@ def write_output(text: str | bytes | Iterable[bytes], output: str | None) -> Non
     elif isinstance(text, str):
         sys.stdout.write(text)
     else:
-        chunks = [text] if isinstance(text, bytes) else text
         buffer = getattr(sys.stdout, "buffer", None)
         if buffer is None:  # a text-only stream (redirected in-process)
-            for chunk in chunks:
+            for chunk in _pieces(text):
                 sys.stdout.write(chunk.decode())
         else:
             sys.stdout.flush()
-            for chunk in chunks:
+            for chunk in _pieces(text):
                 buffer.write(chunk)
             buffer.flush()
 
@@ -126,3 +125,7 @@ def _remove_partial(path: Path, existed: bool) -> None:
     """Remove a file this command created and could not finish."""
     if not existed and path.is_file():
         path.unlink()
+
+
+def _pieces(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
+    return [data] if isinstance(data, bytes) else data

@@ -49,9 +49,4 @@ def render_chunks(data: dict[str, Any]) -> Iterator[bytes]:
 
 def render(data: dict[str, Any], top: int | None = None) -> str:
     """The whole report (``top`` is accepted for a uniform interface; JSON is never cut)."""
-    return (
-        orjson.dumps(
-            data, default=json_default, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
-        ).decode()
-        + "\n"
-    )
+    return render_bytes(data).decode()

@@ -310,14 +310,11 @@ class Segments(Sequence[dict[str, Any]]):
             yield orjson.dumps(self._items())
             return
         yield b"["
-        first = True
+        sep = b""
         for p, idx in self.blocks:
             for lo in range(0, len(p), per_chunk):
-                part = p if lo == 0 and len(p) <= per_chunk else p.slice(lo, lo + per_chunk)
-                body = _block_json(part, idx)[1:-1]
-                if body:
-                    yield body if first else b"," + body
-                    first = False
+                yield sep + _block_json(p.slice(lo, lo + per_chunk), idx)[1:-1]
+                sep = b","
         yield b"]"
 
 
