@@ -13,14 +13,14 @@ loop over the dicts, so they are the same floats.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, pairwise
 from typing import Any, overload
 
 import numpy as np
+
+from opscope.trace.gcpause import collector_paused
 
 
 @dataclass(frozen=True, eq=False)  # arrays: no field-by-field ==
@@ -101,19 +101,6 @@ class InstanceBlock:
 _BLOCK = 4096
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """The cyclic collector paused: building 10^5 instance dicts otherwise sets it off again
-    and again over containers that hold no cycle."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 class Instances(Sequence[dict[str, Any]]):
     """The matched instances of a job, block after block (groups by name); reading one gives
     its dict (made anew on each read: change a copy, not the table)."""
@@ -144,14 +131,14 @@ class Instances(Sequence[dict[str, Any]]):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for block in self.blocks:
             for lo in range(0, len(block), _BLOCK):
-                with _no_gc():
+                with collector_paused():
                     chunk = block.dicts(lo, lo + _BLOCK)
                 yield from chunk
 
     def dicts(self) -> list[dict[str, Any]]:
         """Every instance's dict, in order."""
         out: list[dict[str, Any]] = []
-        with _no_gc():
+        with collector_paused():
             for block in self.blocks:
                 out.extend(block.dicts())
         return out

@@ -42,6 +42,7 @@ from opscope.analysis.steps import StepStats, step_stats
 from opscope.analysis.timeline import TimelineSummary, timeline_summary
 from opscope.errors import OpscopeError
 from opscope.trace import Trace, load
+from opscope.trace.gcpause import collector_paused
 from opscope.trace.model import TraceMeta
 
 REPORT_SCHEMA = "opscope.report/1"
@@ -113,6 +114,7 @@ class Report:
             },
         }
 
+    @collector_paused()
     def to_dict(self, *, lazy: bool = False) -> dict[str, Any]:
         """The ``opscope.report/1`` document, plain JSON-ready data.  ``lazy``: keep the
         critical path's ``segments`` as a :class:`~opscope.analysis.critical.path.Segments`
@@ -454,6 +456,7 @@ def job_rank(
     return rank_report(report, trace.meta.ranks[0])
 
 
+@collector_paused()  # the analysis makes many containers and no cycle
 def analyze(
     source: Trace | str | Path | Sequence[str | Path],
     steps: tuple[int, int] | None = None,

@@ -153,15 +153,12 @@ def parse_file(
     the sequential path gives.  A guessed cut that does not decode (the bytes of ``},{``
     inside a string) makes the file go through the sequential path instead.
     """
-    import gc
-
+    from opscope.trace.gcpause import collector_paused
     from opscope.trace.jsonstream import EventStream
     from opscope.trace.readers import ByteStream
 
     # the decoded events are acyclic: the cyclic collector only costs time while they live
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         data = ByteStream(path, max_bytes)
         stream = EventStream(data, str(path))
         got = _parse_pooled(stream, _workers(workers))
@@ -182,9 +179,6 @@ def parse_file(
                 builder.add(again if again is not None else events)
             del events, piece
         return _finish(builder, stream), _warnings(path, data, stream)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 NOT_JSON = "not JSON (skipped to the next event)"
