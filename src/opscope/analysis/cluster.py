@@ -243,14 +243,14 @@ def _rank_part(
 ) -> tuple[Any, Any, Any, dict[int, int]]:
     """The rank's trace, its graph with its waits (as the local path's job critical path
     builds it), that graph as the job weighs it, and ``{instance: row of its first work}``."""
-    from opscope.analysis.critical.job import _first_work, _untraced_weighed
+    from opscope.analysis.critical.job import _untraced_weighed, first_works
     from opscope.analysis.critical.section import rank_graph
 
     trace = _rank_trace(task, job_meta)
     waits: dict[int, int] = {}
     works: dict[int, int] = {}
-    for k, pos, wait_us in members:
-        row = _first_work(trace, records[pos])
+    rows = first_works(trace, [records[pos] for _k, pos, _w in members]).tolist()
+    for (k, _pos, wait_us), row in zip(members, rows, strict=True):
         if row >= 0:
             waits[row] = round(float(wait_us) * 1000.0)
             works[int(k)] = row

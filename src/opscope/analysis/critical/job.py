@@ -60,16 +60,27 @@ if TYPE_CHECKING:
     from opscope.trace.model import Trace
 
 
-def _first_work(trace: Trace, rec: Mapping[str, Any]) -> int:
-    work = rec.get("work_event_ids") or []
-    if not work:
-        return -1
+def first_works(trace: Trace, recs: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """The row of each collective record's first work event: the earliest start among its
+    ``work_event_ids`` (ties: the first in its list; -1 where none is in the trace).  One id
+    lookup for all the records (a job of 10^5 collectives on 64 ranks asks for 6.4M)."""
+    out = np.full(len(recs), -1, dtype=np.int64)
+    lists = [rec.get("work_event_ids") or [] for rec in recs]
+    lens = np.fromiter((len(w) for w in lists), dtype=np.int64, count=len(lists))
+    if not lens.sum():
+        return out
+    ids = np.fromiter((int(w) for ws in lists for w in ws), dtype=np.int64, count=int(lens.sum()))
     idx = trace.index
-    rows = idx.rows_of(np.asarray([int(w) for w in work], dtype=np.int64))
-    rows = rows[rows >= 0]
-    if not len(rows):
-        return -1
-    return int(rows[np.argmin(idx.start[rows])])
+    rows = idx.rows_of(ids)
+    owner = np.repeat(np.arange(len(recs), dtype=np.int64), lens)
+    ok = rows >= 0
+    rows, owner = rows[ok], owner[ok]
+    order = np.lexsort((np.arange(len(rows)), idx.start[rows], owner))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = owner[order[1:]] != owner[order[:-1]]
+    pick = order[first]
+    out[owner[pick]] = rows[pick]
+    return out
 
 
 def _waits(
@@ -78,14 +89,23 @@ def _waits(
     instances: Sequence[Mapping[str, Any]],
 ) -> tuple[dict[int, dict[int, int]], list[dict[int, int]]]:
     """Per rank ``{first work row: wait ns}``, and per instance ``{rank: first work row}``."""
+    members = member_waits(records, instances)
+    asked: dict[int, list[int]] = {r: [] for r in traces}  # per rank: record positions
+    for mem in members:
+        for rank, pos, _wait in mem:
+            if rank in asked:
+                asked[rank].append(pos)
+    rows = {
+        r: iter(first_works(traces[r], [records[r][p] for p in asked[r]]).tolist()) for r in traces
+    }
     waits: dict[int, dict[int, int]] = {r: {} for r in traces}
     works: list[dict[int, int]] = []
-    for mem in member_waits(records, instances):
+    for mem in members:  # in the order the records were asked for: each rank's rows in turn
         got: dict[int, int] = {}
-        for rank, pos, wait_us in mem:
-            if rank not in traces:
+        for rank, _pos, wait_us in mem:
+            if rank not in rows:
                 continue
-            row = _first_work(traces[rank], records[rank][pos])
+            row = next(rows[rank])
             if row < 0:
                 continue
             got[rank] = row
