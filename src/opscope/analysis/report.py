@@ -47,6 +47,21 @@ from opscope.trace.model import TraceMeta
 
 REPORT_SCHEMA = "opscope.report/1"
 
+
+def _plain_but(doc: dict[str, Any], made: set[int]) -> dict[str, Any]:
+    """:func:`~opscope.analysis.critical.path.plain` of a document, except the lists whose
+    ids are in ``made``, which are kept as they are (its dicts are walked to find them)."""
+
+    def copy(v: Any) -> Any:
+        if id(v) in made:
+            return v
+        if type(v) is dict:
+            return {k: copy(x) for k, x in v.items()}
+        return plain(v)
+
+    return {k: copy(v) for k, v in doc.items()}
+
+
 #: How ``str(report)`` reads: set by the text renderer when it is imported (``opscope.analyze``
 #: imports it), so that ``print(report)`` shows the text report while the analysis itself never
 #: imports a renderer.  None: ``str`` is the dataclass ``repr``.
@@ -140,13 +155,20 @@ class Report:
             "kernels": [k.to_dict() for k in self.kernels],
             "findings": self.findings,
         }
+        # rows made anew by this call, of scalars only: not copied again below (thousands of
+        # shape rows cost more to copy than the rest of the document)
+        fresh = [out["steps"], out["ops"], out["op_shapes"]]
         if self.ranks:
             out["ranks"] = [job.rank_summary(r) for r in self.ranks]
         out.update(self.extra)
         if self.roofline is not None:
             annotate(out, self.roofline)
             out["roofline"] = self.roofline.to_dict()
-        return out if lazy else plain(out)
+            fresh += [out["roofline"]["ops"], out["roofline"]["op_shapes"]]
+        if lazy:
+            return out
+        made = {id(rows) for rows in fresh}
+        return _plain_but(out, made)
 
     def _in_window(self, step: int) -> bool:
         if self.window_steps is None:

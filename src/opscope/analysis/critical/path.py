@@ -247,8 +247,13 @@ class Segments(Sequence[dict[str, Any]]):
 
     def _items(self) -> list[dict[str, Any]]:
         if self._list is None:
-            self._list = [d for p, i in self.blocks for d in p.dicts(i)]
+            self._list = self.fresh()
         return self._list
+
+    def fresh(self) -> list[dict[str, Any]]:
+        """Every segment's dict made anew (reading the sequence gives the dicts it keeps: a
+        document that is changed must not change them)."""
+        return [d for p, i in self.blocks for d in p.dicts(i)]
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -355,8 +360,9 @@ _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 def plain(data: Any) -> Any:
-    """``data`` with every :class:`Segments` made a list (for ``json``, ``==`` and pickling);
-    dicts and lists (subclasses too) are copied as plain ones, everything else is kept.
+    """``data`` with every :class:`Segments` made a list of new dicts (for ``json``, ``==``
+    and pickling); dicts and lists (subclasses too) are copied as plain ones, everything
+    else is kept.
 
     A report holds a few hundred thousand scalars: they are passed over by their exact type,
     with no call or ``isinstance`` each."""
@@ -366,7 +372,7 @@ def plain(data: Any) -> Any:
     if t is list:
         return [v if type(v) in _LEAVES else plain(v) for v in data]
     if isinstance(data, Segments):
-        return list(data)
+        return data.fresh()
     if isinstance(data, dict):
         return {k: plain(v) for k, v in data.items()}
     if isinstance(data, list):
