@@ -28,8 +28,11 @@ def _table(rng: random.Random, n: int) -> pa.Table:
             "w": pa.array([rng.randint(0, 10**12) for _ in range(n)], pa.int64()),
         }
     )
-    if rng.random() < 0.5:
+    r = rng.random()
+    if r < 0.4:
         t = t.set_column(0, "name", t.column("name").dictionary_encode())
+    elif r < 0.6:
+        t = t.set_column(0, "name", t.column("name").cast(pa.large_string()))
     return t
 
 
@@ -57,6 +60,21 @@ def test_same_groups_and_values_as_arrow_in_first_appearance_order(seed: int) ->
         assert sorted(got, key=key) == sorted(want, key=key)
         rows = list(zip(*(text.column(k).to_pylist() for k in keys), strict=True))
         assert [tuple(r[k] for k in keys) for r in got] == list(dict.fromkeys(rows))
+
+
+def test_a_dictionary_of_numbers_keeps_its_numbers() -> None:
+    k = pa.array([3, 1, 3, None, 1]).dictionary_encode()
+    t = pa.table({"k": k, "v": pa.array([1, 2, 3, 4, 5])})
+    assert grouped(t, ["k"], [("v", "sum")]) == [
+        {"k": 3, "v_sum": 4},
+        {"k": 1, "v_sum": 7},
+        {"k": None, "v_sum": 4},
+    ]
+    t = pa.table({"g": ["a", "a", "b", "a", "b"], "k": k})
+    assert grouped(t, ["g"], [("k", "distinct")]) == [
+        {"g": "a", "k_distinct": [3, 1, None]},
+        {"g": "b", "k_distinct": [3, 1]},
+    ]
 
 
 def test_integer_sums_are_exact_past_a_double() -> None:

@@ -40,22 +40,33 @@ def grouped(
     n = table.num_rows
     if n == 0:
         return []
-    gid, first = _group_ids([table.column(k) for k in keys], n)
+    texts: dict[int, Codes] = {}  # the codes of each text key, made once for both uses
+    gid, first = _group_ids([table.column(k) for k in keys], n, texts)
     order = np.argsort(gid, kind="stable")
     counts = np.bincount(gid, minlength=len(first))
     starts = np.zeros(len(first), dtype=np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
     out: dict[str, list[Any]] = {}
-    for key in keys:
-        out[key] = values_at(table.column(key), first)
+    for k, key in enumerate(keys):
+        out[key] = _values(table.column(key), texts.get(k), first)
     for column, fn in aggregates:
         out[f"{column}_{fn}"] = _aggregate(table.column(column), fn, order, starts, gid)
     names = list(out)
     return [dict(zip(names, values, strict=True)) for values in zip(*out.values(), strict=True)]
 
 
-def _codes(col: pa.ChunkedArray) -> np.ndarray:
-    """A key column as non-negative integer codes, one per distinct value (null: 0)."""
+def _values(col: pa.ChunkedArray, text: Codes | None, rows: np.ndarray) -> list[Any]:
+    """The values of ``rows`` of ``col``: a text column's read from its codes (the strings
+    it holds once each, no Arrow take)."""
+    if text is None:
+        return values_at(col, rows)
+    values = text.values.tolist()
+    return [values[c] if c >= 0 else None for c in text.codes[rows].tolist()]
+
+
+def _codes(col: pa.ChunkedArray, texts: dict[int, Codes], k: int) -> np.ndarray:
+    """A key column as non-negative integer codes, one per distinct value (null: 0); a text
+    column's :class:`Codes` go to ``texts[k]``."""
     if pa.types.is_null(col.type):  # no value at all
         return np.zeros(len(col), dtype=np.int64)
     if pa.types.is_integer(col.type) or pa.types.is_boolean(col.type):
@@ -68,16 +79,21 @@ def _codes(col: pa.ChunkedArray) -> np.ndarray:
         or pa.types.is_large_string(col.type)
         or pa.types.is_dictionary(col.type)
     ):
-        return Codes.of(col).codes.astype(np.int64) + 1
+        codes = Codes.of(col)
+        if not pa.types.is_dictionary(col.type) or pa.types.is_string(col.type.value_type):
+            texts[k] = codes  # its values are the column's: the key values are read from them
+        return codes.codes.astype(np.int64) + 1
     raise TypeError(f"cannot group by a column of type {col.type}")
 
 
-def _group_ids(columns: list[pa.ChunkedArray], n: int) -> tuple[np.ndarray, np.ndarray]:
+def _group_ids(
+    columns: list[pa.ChunkedArray], n: int, texts: dict[int, Codes]
+) -> tuple[np.ndarray, np.ndarray]:
     """Each row's group (0, 1, ... in the order groups first appear) and each group's first
-    row."""
+    row (the text columns' codes go to ``texts``, by position)."""
     key = np.zeros(n, dtype=np.int64)
-    for col in columns:
-        codes = _codes(col)
+    for k, col in enumerate(columns):
+        codes = _codes(col, texts, k)
         width = int(codes.max()) + 1
         _, key = unique_inverse(key * width + codes)  # compact before the next column
     distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
@@ -119,8 +135,9 @@ def _distinct(col: pa.ChunkedArray, gid: np.ndarray, n_groups: int) -> list[list
     """Each group's distinct values of ``col`` in the order they first appear: the first row
     of each (group, value) pair, found on the column's codes (a column of a type that has
     none is read value by value)."""
+    texts: dict[int, Codes] = {}
     try:
-        codes = _codes(col)
+        codes = _codes(col, texts, 0)
     except TypeError:
         seen: list[dict[Any, None]] = [{} for _ in range(n_groups)]
         for g, v in zip(gid.tolist(), col.to_pylist(), strict=True):
@@ -129,6 +146,6 @@ def _distinct(col: pa.ChunkedArray, gid: np.ndarray, n_groups: int) -> list[list
     _, first = np.unique(gid * (int(codes.max()) + 1) + codes, return_index=True)
     first = np.sort(first)
     out: list[list[Any]] = [[] for _ in range(n_groups)]
-    for g, v in zip(gid[first].tolist(), values_at(col, first), strict=True):
+    for g, v in zip(gid[first].tolist(), _values(col, texts.get(0), first), strict=True):
         out[g].append(v)
     return out
