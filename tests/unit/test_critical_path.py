@@ -467,3 +467,25 @@ def test_time_inside_ranges_by_prefix_sums_equals_the_pass_over_the_path() -> No
             for a, b in ranges
         )
         assert on.inside(ranges) == want
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_host_call_order_is_the_six_key_order(seed: int) -> None:
+    """``host.call_order`` (three sort keys) against the six-key order it replaced, on rows
+    with many equal times, depths and threads."""
+    from opscope.analysis.critical.host import call_order
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    rows = np.sort(rng.choice(5000, size=n, replace=False)).astype(np.int64)
+    start = rng.integers(0, 30, n)
+    t = np.concatenate([start, start + rng.integers(0, 5, n)])
+    depth = rng.integers(0, 6, n)
+    thread = rng.integers(0, 3, n)
+    rows2 = np.concatenate([rows, rows])
+    is_end = np.arange(2 * n) >= n
+    dk = np.where(is_end, -np.concatenate([depth, depth]), np.concatenate([depth, depth]))
+    cls = np.where(is_end, 0, 2)
+    want = np.lexsort((is_end, rows2, dk, cls, t, np.concatenate([thread, thread])))
+    assert call_order(rows, t, depth, thread).tolist() == want.tolist()
+    assert call_order(rows[:0], t[:0], depth[:0], thread[:0]).tolist() == []

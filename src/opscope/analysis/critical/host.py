@@ -33,6 +33,22 @@ def host_parent(idx: EventIndex, host: np.ndarray) -> np.ndarray:
     return np.where(ok, par, -1)
 
 
+def call_order(
+    rows: np.ndarray, t: np.ndarray, depth: np.ndarray, thread: np.ndarray
+) -> np.ndarray:
+    """The order of the host rows' starts and ends (``t``: the starts, then the ends) on
+    their threads: by thread, then time; at equal times ends (deepest first) before starts
+    (shallowest first), then by row.  The three tie-breaks go as one key (a row is unique
+    within each half): a three-key sort instead of six."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    span = int(depth.max()) + 1
+    width = int(rows.max()) + 1
+    tie = np.concatenate([(2 * span + depth) * width, (span - depth) * width])
+    tie += np.concatenate([rows, rows])
+    return np.lexsort((tie, t, np.concatenate([thread, thread])))
+
+
 def host_chains(
     bd: Build,
     awaited_end: np.ndarray,
@@ -58,14 +74,14 @@ def host_chains(
         act, p = act[keep], p[keep]
     thread = idx.thread
     nh = len(hrows)
+    # every host row twice: its start, then its end (the second half)
     rows2 = np.concatenate([hrows, hrows])
-    is_end = np.concatenate([np.zeros(nh, dtype=bool), np.ones(nh, dtype=bool)])
+    is_end = np.zeros(2 * nh, dtype=bool)
+    is_end[nh:] = True
     t = np.concatenate([idx.start[hrows], idx.end[hrows]])
-    cls = np.where(is_end, 0, 2)
-    dk = np.where(is_end, -depth[rows2], depth[rows2])
-    order = np.lexsort((is_end, rows2, dk, cls, t, thread[rows2]))
+    order = call_order(hrows, t, depth[hrows], thread[hrows])
     r, e, tt = rows2[order], is_end[order], t[order]
-    nodes = np.where(e, end_node[r], start_node[r])
+    nodes = np.concatenate([start_node[hrows], end_node[hrows]])[order]
     a = np.flatnonzero(thread[r[1:]] == thread[r[:-1]])
     b = a + 1
     ra, rb, ea, eb = r[a], r[b], e[a], e[b]
