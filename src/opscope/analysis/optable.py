@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from opscope.markers import SYNC_ANNOTATION
 from opscope.trace.arrays import Codes, ints
-from opscope.trace.groupby import grouped
+from opscope.trace.groupby import group_columns
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -385,7 +385,7 @@ def _aggregate(
     t = t.append_column(
         "launching", pc.cast(pc.greater(t.column("device_self_count"), 0), pa.int64())
     )
-    groups = grouped(
+    g = group_columns(
         t,
         keys,
         [
@@ -398,27 +398,26 @@ def _aggregate(
             ("launching", "sum"),
         ],
     )
-    out: list[OpRow] = []
-    for r in groups:
-        cpu_self = r["self_ns_sum"] / 1e3
-        cpu_total = r["dur_ns_sum"] / 1e3
-        dev_self = r["device_self_ns_sum"] / 1e3
-        dev_total = r["device_total_ns_sum"] / 1e3
-        dev_calls = r["device_self_count_sum"]
-        out.append(
-            OpRow(
-                name=r["name"],
-                calls=r["dur_ns_count"],
-                cpu_self_us=cpu_self,
-                cpu_total_us=cpu_total,
-                device_self_us=dev_self,
-                device_total_us=dev_total,
-                device_share=(dev_self * 1e3 / device_total_ns) if device_total_ns else 0.0,
-                device_calls=dev_calls,
-                launching_calls=r["launching_sum"],
-                input_dims=r.get("input_dims"),
-                input_types=r.get("input_types"),
-            )
+    dev_self = [v / 1e3 for v in g["device_self_ns_sum"]]
+    share = (
+        [d * 1e3 / device_total_ns for d in dev_self] if device_total_ns else [0.0] * len(dev_self)
+    )
+    none = [None] * len(dev_self)
+    out = list(
+        map(
+            OpRow,
+            g["name"],
+            g["dur_ns_count"],
+            [v / 1e3 for v in g["self_ns_sum"]],
+            [v / 1e3 for v in g["dur_ns_sum"]],
+            dev_self,
+            [v / 1e3 for v in g["device_total_ns_sum"]],
+            share,
+            g["device_self_count_sum"],
+            g["launching_sum"],
+            g.get("input_dims", none),
+            g.get("input_types", none),
         )
+    )
     out.sort(key=lambda row: (-row.device_self_us, -row.cpu_total_us, row.name))
     return out

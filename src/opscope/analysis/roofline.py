@@ -31,7 +31,7 @@ from opscope.analysis.costs import Cost, normalize_name, op_cost
 from opscope.analysis.optable import select_window
 from opscope.analysis.peaks import DevicePeaks, device_peaks
 from opscope.trace.arrays import Codes
-from opscope.trace.groupby import grouped
+from opscope.trace.groupby import group_columns
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -247,16 +247,23 @@ def _variants(
             "concrete": concrete.codes[rows],
         }
     )
-    groups = grouped(
+    g = group_columns(
         t, ["name", "input_dims", "input_types", "strides", "concrete"], [("name", "count")]
     )
     out: dict[tuple[str, str | None, str | None], list[tuple[str | None, str | None, int]]] = {}
-    for r in groups:
-        key = (r["name"], r["input_dims"], r["input_types"])
-        s, c = r["strides"], r["concrete"]
-        text_s = str(strides.values[s]) if s >= 0 else None
-        text_c = str(concrete.values[c]) if c >= 0 else None
-        out.setdefault(key, []).append((text_s, text_c, r["name_count"]))
+    s_text, c_text = strides.values.tolist(), concrete.values.tolist()
+    for name, dims, types, s, c, count in zip(
+        g["name"],
+        g["input_dims"],
+        g["input_types"],
+        g["strides"],
+        g["concrete"],
+        g["name_count"],
+        strict=True,
+    ):
+        text_s = str(s_text[s]) if s >= 0 else None
+        text_c = str(c_text[c]) if c >= 0 else None
+        out.setdefault((name, dims, types), []).append((text_s, text_c, count))
     return out
 
 

@@ -34,12 +34,23 @@ def grouped(
     key values, then ``<column>_<aggregate>`` for each of ``aggregates`` (see
     :data:`AGGREGATES`).  The rows Arrow's ``table.group_by(keys).aggregate(aggregates)``
     gives, with dictionary keys as their text, in first-appearance order."""
+    out = group_columns(table, keys, aggregates)
+    names = list(out)
+    return [dict(zip(names, values, strict=True)) for values in zip(*out.values(), strict=True)]
+
+
+def group_columns(
+    table: pa.Table, keys: Sequence[str], aggregates: Sequence[tuple[str, str]]
+) -> dict[str, list[Any]]:
+    """:func:`grouped` as columns: each key and ``<column>_<aggregate>`` -> its values, one
+    per group in the same order (no dict per group: a caller making its own rows reads
+    these)."""
     for column, fn in aggregates:
         if fn not in AGGREGATES:
             raise ValueError(f"aggregate {fn!r} of {column!r}: one of {', '.join(AGGREGATES)}")
     n = table.num_rows
     if n == 0:
-        return []
+        return {k: [] for k in [*keys, *(f"{c}_{fn}" for c, fn in aggregates)]}
     texts: dict[int, Codes] = {}  # the codes of each text key, made once for both uses
     gid, first = _group_ids([table.column(k) for k in keys], n, texts)
     order = np.argsort(gid, kind="stable")
@@ -51,8 +62,7 @@ def grouped(
         out[key] = _values(table.column(key), texts.get(k), first)
     for column, fn in aggregates:
         out[f"{column}_{fn}"] = _aggregate(table.column(column), fn, order, starts, gid)
-    names = list(out)
-    return [dict(zip(names, values, strict=True)) for values in zip(*out.values(), strict=True)]
+    return out
 
 
 def _values(col: pa.ChunkedArray, text: Codes | None, rows: np.ndarray) -> list[Any]:
