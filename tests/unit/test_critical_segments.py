@@ -77,3 +77,45 @@ def test_take_builds_only_the_chosen_segments() -> None:
     items = list(seg)
     assert seg.take(pos) == [items[-1], items[0]]
     assert seg.durations_us().tolist() == [s["dur_us"] for s in seg]
+
+
+class _Names:
+    """What ``Pieces.top`` reads of an index: the name codes of the rows and their values."""
+
+    def __init__(self, codes: np.ndarray, values: list[str]) -> None:
+        class name:
+            pass
+
+        name.codes = codes  # type: ignore[attr-defined]
+        name.values = np.array(values, dtype=object)  # type: ignore[attr-defined]
+        self.name = name
+
+
+@pytest.mark.parametrize(("n_names", "n_pieces"), [(3, 500), (50, 2000), (200_000, 300)])
+def test_top_pieces_sum_per_label_and_name(n_names: int, n_pieces: int) -> None:
+    """Summed per (label, name), the biggest first (ties: label, then name code), whether
+    the keys are counted in place (few names) or sorted (more names than pieces)."""
+    rng = np.random.default_rng(n_names)
+    n_rows = 1000
+    idx = _Names(rng.integers(-1, n_names, n_rows), [f"op{i}" for i in range(n_names)])
+    row = rng.integers(-1, n_rows, n_pieces)
+    label = rng.integers(0, len(P.LABELS), n_pieces)
+    dur = rng.choice([0, 1000, 2500, 7], n_pieces)
+    p = P.Pieces(np.zeros(n_pieces, np.int64), label, row, np.zeros(n_pieces, np.int64), dur)
+    sums: dict[tuple[int, int], list[float]] = {}
+    for r, lb, d in zip(row.tolist(), label.tolist(), dur.tolist(), strict=True):
+        code = int(idx.name.codes[r]) if r >= 0 else -1  # type: ignore[attr-defined]
+        got = sums.setdefault((lb, code), [0.0, 0])
+        got[0] += d
+        got[1] += 1
+    order = sorted(sums, key=lambda k: (-sums[k][0], k))
+    want = [
+        {
+            "label": P.LABELS[lb],
+            "name": f"op{code}" if code >= 0 else None,
+            "dur_us": round(sums[(lb, code)][0] / 1000.0, 3),
+            "pieces": sums[(lb, code)][1],
+        }
+        for lb, code in order[:7]
+    ]
+    assert p.top(idx, 7) == want  # type: ignore[arg-type]

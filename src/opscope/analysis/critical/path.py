@@ -203,9 +203,17 @@ class Pieces:
             return []
         codes = np.where(self.row >= 0, idx.name.codes[np.maximum(self.row, 0)], -1)
         key = self.label.astype(np.int64) * (len(idx.name.values) + 1) + (codes + 1)
-        uniq, inv = np.unique(key, return_inverse=True)
-        total = np.bincount(inv, weights=self.dur_ns.astype(np.float64))
-        count = np.bincount(inv)
+        weights = self.dur_ns.astype(np.float64)
+        bins = len(LABELS) * (len(idx.name.values) + 1)
+        if bins <= 4 * len(key) + 65536:  # the keys' range is small: counted in place, no sort
+            count = np.bincount(key, minlength=bins)
+            uniq = np.flatnonzero(count)
+            total = np.bincount(key, weights=weights, minlength=bins)[uniq]
+            count = count[uniq]
+        else:
+            uniq, inv = np.unique(key, return_inverse=True)
+            total = np.bincount(inv, weights=weights)
+            count = np.bincount(inv)
         values = idx.name.values.tolist()
         out = []
         for k in np.lexsort((uniq, -total))[:n].tolist():
