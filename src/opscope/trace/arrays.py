@@ -232,6 +232,12 @@ class Codes:
             self._strings = ext[self.codes]
         return self._strings
 
+    def values_at(self, rows: np.ndarray) -> list[str | None]:
+        """The string of each of ``rows`` (None for a null), as the column's ``to_pylist``
+        gives them: each distinct string one shared object."""
+        values = self.values.tolist()
+        return [values[c] if c >= 0 else None for c in self.codes[rows].tolist()]
+
     def rows(self, value_mask: np.ndarray, null: bool = False) -> np.ndarray:
         """A mask over ``values`` spread to the rows (nulls get ``null``)."""
         ext = np.empty(len(self.values) + 1, dtype=bool)

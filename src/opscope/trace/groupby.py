@@ -51,66 +51,58 @@ def group_columns(
     n = table.num_rows
     if n == 0:
         return {k: [] for k in [*keys, *(f"{c}_{fn}" for c, fn in aggregates)]}
-    texts: dict[int, Codes] = {}  # the codes of each text key, made once for both uses
-    gid, first = _group_ids([table.column(k) for k in keys], n, texts)
+    gid, first, texts = _group_ids([table.column(k) for k in keys], n)
     order = np.argsort(gid, kind="stable")
     counts = np.bincount(gid, minlength=len(first))
     starts = np.zeros(len(first), dtype=np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
     out: dict[str, list[Any]] = {}
-    for k, key in enumerate(keys):
-        out[key] = _values(table.column(key), texts.get(k), first)
+    for key, text in zip(keys, texts, strict=True):
+        out[key] = values_at(table.column(key), first) if text is None else text.values_at(first)
     for column, fn in aggregates:
         out[f"{column}_{fn}"] = _aggregate(table.column(column), fn, order, starts, gid)
     return out
 
 
-def _values(col: pa.ChunkedArray, text: Codes | None, rows: np.ndarray) -> list[Any]:
-    """The values of ``rows`` of ``col``: a text column's read from its codes (the strings
-    it holds once each, no Arrow take)."""
-    if text is None:
-        return values_at(col, rows)
-    values = text.values.tolist()
-    return [values[c] if c >= 0 else None for c in text.codes[rows].tolist()]
-
-
-def _codes(col: pa.ChunkedArray, texts: dict[int, Codes], k: int) -> np.ndarray:
-    """A key column as non-negative integer codes, one per distinct value (null: 0); a text
-    column's :class:`Codes` go to ``texts[k]``."""
+def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, Codes | None]:
+    """A key column as non-negative integer codes, one per distinct value (null: 0), and a
+    text column's :class:`Codes` (None for other columns, a dictionary of numbers included:
+    its values are read from the column)."""
     if pa.types.is_null(col.type):  # no value at all
-        return np.zeros(len(col), dtype=np.int64)
+        return np.zeros(len(col), dtype=np.int64), None
     if pa.types.is_integer(col.type) or pa.types.is_boolean(col.type):
         values = ints(col, 0)
         lo = int(values.min()) if len(values) else 0
         _, inverse = unique_inverse(values - lo)
-        return np.where(valid(col), inverse + 1, 0)
+        return np.where(valid(col), inverse + 1, 0), None
     if (
         pa.types.is_string(col.type)
         or pa.types.is_large_string(col.type)
         or pa.types.is_dictionary(col.type)
     ):
         codes = Codes.of(col)
-        if not pa.types.is_dictionary(col.type) or pa.types.is_string(col.type.value_type):
-            texts[k] = codes  # its values are the column's: the key values are read from them
-        return codes.codes.astype(np.int64) + 1
+        text = not pa.types.is_dictionary(col.type) or pa.types.is_string(col.type.value_type)
+        return codes.codes.astype(np.int64) + 1, codes if text else None
     raise TypeError(f"cannot group by a column of type {col.type}")
 
 
 def _group_ids(
-    columns: list[pa.ChunkedArray], n: int, texts: dict[int, Codes]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's group (0, 1, ... in the order groups first appear) and each group's first
-    row (the text columns' codes go to ``texts``, by position)."""
+    columns: list[pa.ChunkedArray], n: int
+) -> tuple[np.ndarray, np.ndarray, list[Codes | None]]:
+    """Each row's group (0, 1, ... in the order groups first appear), each group's first
+    row, and each column's :class:`Codes` where it is text (see :func:`_codes`)."""
     key = np.zeros(n, dtype=np.int64)
-    for k, col in enumerate(columns):
-        codes = _codes(col, texts, k)
+    texts: list[Codes | None] = []
+    for col in columns:
+        codes, text = _codes(col)
+        texts.append(text)
         width = int(codes.max()) + 1
         _, key = unique_inverse(key * width + codes)  # compact before the next column
     distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     rank = np.empty(len(distinct), dtype=np.int64)
     by_first = np.argsort(first, kind="stable")
     rank[by_first] = np.arange(len(distinct))
-    return rank[np.asarray(inverse).reshape(-1)], first[by_first].astype(np.int64)
+    return rank[np.asarray(inverse).reshape(-1)], first[by_first].astype(np.int64), texts
 
 
 def _aggregate(
@@ -145,9 +137,8 @@ def _distinct(col: pa.ChunkedArray, gid: np.ndarray, n_groups: int) -> list[list
     """Each group's distinct values of ``col`` in the order they first appear: the first row
     of each (group, value) pair, found on the column's codes (a column of a type that has
     none is read value by value)."""
-    texts: dict[int, Codes] = {}
     try:
-        codes = _codes(col, texts, 0)
+        codes, text = _codes(col)
     except TypeError:
         seen: list[dict[Any, None]] = [{} for _ in range(n_groups)]
         for g, v in zip(gid.tolist(), col.to_pylist(), strict=True):
@@ -156,6 +147,7 @@ def _distinct(col: pa.ChunkedArray, gid: np.ndarray, n_groups: int) -> list[list
     _, first = np.unique(gid * (int(codes.max()) + 1) + codes, return_index=True)
     first = np.sort(first)
     out: list[list[Any]] = [[] for _ in range(n_groups)]
-    for g, v in zip(gid[first].tolist(), _values(col, texts.get(0), first), strict=True):
+    values = values_at(col, first) if text is None else text.values_at(first)
+    for g, v in zip(gid[first].tolist(), values, strict=True):
         out[g].append(v)
     return out
