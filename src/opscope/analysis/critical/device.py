@@ -76,6 +76,12 @@ class Streams:
         k = int(np.searchsorted(self.iss[lo:hi], t, side="left")) - 1
         return int(self.rows[lo + k]) if k >= 0 else -1
 
+    def last_before_each(self, stream: int, times: np.ndarray) -> np.ndarray:
+        """:meth:`last_before` of each of ``times`` on ``stream`` (-1 none)."""
+        lo, hi = self.slices.get(stream, (0, 0))
+        k = np.searchsorted(self.iss[lo:hi], times, side="left") - 1
+        return np.where(k >= 0, self.rows[lo + np.maximum(k, 0)] if hi > lo else -1, -1)
+
     def first_after(self, stream: int, t: int) -> int:
         """The first work on ``stream`` issued at or after ``t`` (-1 none)."""
         lo, hi = self.slices.get(stream, (0, 0))
@@ -154,15 +160,7 @@ def sync_edges(b: Build, blocking: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
                 got = st.last_before(s, t_call)
                 if got >= 0:
                     pairs.append((got, caller))
-    # blocking calls with no device record: every stream of the rank
-    for caller in np.flatnonzero(host & blocking & ~handled).tolist():
-        r = int(rank[caller])
-        for (rr, _p), streams in st.by_device.items():
-            if rr == r:
-                for s in streams:
-                    got = st.last_before(s, int(start[caller]))
-                    if got >= 0:
-                        pairs.append((got, caller))
+    pairs += _blocking_pairs(st, np.flatnonzero(host & blocking & ~handled))
     pairs += back_pressure(idx, host, drows)
     # copy calls that returned after their copy ended: the call waited for its copy, and
     # for whatever held the copy back; its span weighs what follows the copy's start (the
@@ -191,6 +189,29 @@ def sync_edges(b: Build, blocking: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     arr = np.asarray(cross, dtype=np.int64)
     ok = work[arr[:, 0]] & work[arr[:, 1]] & (arr[:, 0] != arr[:, 1])
     return awaited_end, arr[ok], copies
+
+
+def _blocking_pairs(st: Streams, callers: np.ndarray) -> list[tuple[int, int]]:
+    """Blocking calls with no device record wait for every stream of their rank: (the last
+    work on each stream issued before the call, the call), by call then by stream."""
+    idx = st.idx
+    c_rank, c_start = idx.rank[callers], idx.start[callers]
+    streams = [(rr, s) for (rr, _p), ss in st.by_device.items() for s in ss]
+    got: list[np.ndarray] = []
+    at: list[np.ndarray] = []  # (call position, stream position) of each found pair
+    for j, (rr, s) in enumerate(streams):
+        mine = np.flatnonzero(c_rank == rr)
+        if not len(mine):
+            continue
+        rows = st.last_before_each(s, c_start[mine])
+        ok = rows >= 0
+        got.append(rows[ok])
+        at.append(np.stack([mine[ok], np.full(int(ok.sum()), j)], axis=1))
+    if not got:
+        return []
+    rows, pos = np.concatenate(got), np.concatenate(at)
+    order = np.lexsort((pos[:, 1], pos[:, 0]))
+    return list(zip(rows[order].tolist(), callers[pos[order, 0]].tolist(), strict=True))
 
 
 def long_calls(idx: EventIndex, calls: np.ndarray) -> np.ndarray:
