@@ -206,3 +206,58 @@ def test_an_empty_roofline_says_why() -> None:
         {"peaks": None, "op_shapes": [{"name": "a", "flops": None, "input_dims": "[[2]]"}]}
     )
     assert "is in the cost model" in unknown and "none of the ops" in unknown
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_row_dict_is_the_rows_fields_and_properties(seed: int) -> None:
+    """``to_dict`` computes the derived values inline: the same as the properties, in the same
+    key order, including the rows with none of them (no cost, no calls, no device time)."""
+    import random
+
+    from opscope.analysis.roofline import RooflineRow
+
+    rnd = random.Random(seed)
+
+    def maybe(x: float) -> float | None:
+        return None if rnd.random() < 0.3 else x
+
+    row = RooflineRow(
+        name="aten::mm",
+        input_dims=rnd.choice([None, "[[2, 3], [3, 4]]"]),
+        input_types=rnd.choice([None, '["float", "float"]']),
+        calls=rnd.randint(0, 9),
+        device_self_us=rnd.random() * 100,
+        flops=maybe(rnd.choice([0.0, rnd.random() * 1e9])),
+        bytes=maybe(rnd.choice([0.0, rnd.random() * 1e6])),
+        costed_calls=rnd.randint(0, 3),
+        costed_us=rnd.choice([0.0, -1.0, rnd.random() * 50]),
+        compute_us=maybe(rnd.random()),
+        memory_us=maybe(rnd.random()),
+        bound=rnd.choice([None, "memory"]),
+    )
+    want: dict[str, Any] = {"name": row.name}
+    if row.input_dims is not None or row.input_types is not None:
+        want |= {"input_dims": row.input_dims, "input_types": row.input_types}
+    want |= {
+        "calls": row.calls,
+        "costed_calls": row.costed_calls,
+        "device_self_us": row.device_self_us,
+        "costed_us": row.costed_us,
+        "flops": row.flops,
+        "bytes": row.bytes,
+        "flops_per_call": row.flops_per_call,
+        "bytes_per_call": row.bytes_per_call,
+        "intensity": row.intensity,
+        "achieved_flops": row.achieved_flops,
+        "achieved_bandwidth": row.achieved_bandwidth,
+        "compute_us": row.compute_us,
+        "memory_us": row.memory_us,
+        "roofline_us": row.roofline_us,
+        "roofline_share": row.roofline_share,
+        "bound": row.bound,
+        "dtype": row.dtype,
+        "matrix": row.matrix,
+        "formula": row.formula,
+    }
+    got = row.to_dict()
+    assert list(got.items()) == list(want.items())

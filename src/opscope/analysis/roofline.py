@@ -127,31 +127,33 @@ class RooflineRow:
         return rt / self.costed_us
 
     def to_dict(self) -> dict[str, Any]:
+        # the properties' values, computed inline (one call per row of a table of thousands)
+        flops, nbytes, n, us = self.flops, self.bytes, self.costed_calls, self.costed_us
+        compute, memory = self.compute_us, self.memory_us
+        roof = None if compute is None or memory is None else max(compute, memory)
         d: dict[str, Any] = {"name": self.name}
         if self.input_dims is not None or self.input_types is not None:
             d["input_dims"] = self.input_dims
             d["input_types"] = self.input_types
-        d.update(
-            calls=self.calls,
-            costed_calls=self.costed_calls,
-            device_self_us=self.device_self_us,
-            costed_us=self.costed_us,
-            flops=self.flops,
-            bytes=self.bytes,
-            flops_per_call=self.flops_per_call,
-            bytes_per_call=self.bytes_per_call,
-            intensity=self.intensity,
-            achieved_flops=self.achieved_flops,
-            achieved_bandwidth=self.achieved_bandwidth,
-            compute_us=self.compute_us,
-            memory_us=self.memory_us,
-            roofline_us=self.roofline_us,
-            roofline_share=self.roofline_share,
-            bound=self.bound,
-            dtype=self.dtype,
-            matrix=self.matrix,
-            formula=self.formula,
-        )
+        d["calls"] = self.calls
+        d["costed_calls"] = n
+        d["device_self_us"] = self.device_self_us
+        d["costed_us"] = us
+        d["flops"] = flops
+        d["bytes"] = nbytes
+        d["flops_per_call"] = flops / n if flops is not None and n else None
+        d["bytes_per_call"] = nbytes / n if nbytes is not None and n else None
+        d["intensity"] = None if flops is None or not nbytes else flops / nbytes
+        d["achieved_flops"] = None if flops is None or us <= 0 else flops / (us * 1e-6)
+        d["achieved_bandwidth"] = None if nbytes is None or us <= 0 else nbytes / (us * 1e-6)
+        d["compute_us"] = compute
+        d["memory_us"] = memory
+        d["roofline_us"] = roof
+        d["roofline_share"] = None if roof is None or us <= 0 else roof / us
+        d["bound"] = self.bound
+        d["dtype"] = self.dtype
+        d["matrix"] = self.matrix
+        d["formula"] = self.formula
         return d
 
 
@@ -496,13 +498,20 @@ def annotate(report_dict: dict[str, Any], rl: Roofline) -> None:
         op["flops"] = _finite(r.flops) if r else None
         op["bytes"] = _finite(r.bytes) if r else None
         op["bound"] = r.bound if r else None
-    by_shape = {(r.name, r.input_dims, r.input_types): r for r in rl.op_shapes}
+    # per shape row: (flops per call, bytes per call, intensity, bound), finite or None
+    by_shape: dict[tuple[str, str | None, str | None], tuple[Any, ...]] = {}
+    for r in rl.op_shapes:
+        flops, nbytes, n = r.flops, r.bytes, r.costed_calls
+        by_shape[(r.name, r.input_dims, r.input_types)] = (
+            _finite(flops / n) if flops is not None and n else None,
+            _finite(nbytes / n) if nbytes is not None and n else None,
+            None if flops is None or not nbytes else _finite(flops / nbytes),
+            r.bound,
+        )
+    none = (None, None, None, None)
     for op in report_dict.get("op_shapes", []):
-        r = by_shape.get((op.get("name", ""), op.get("input_dims"), op.get("input_types")))
-        op["flops_per_call"] = _finite(r.flops_per_call) if r else None
-        op["bytes_per_call"] = _finite(r.bytes_per_call) if r else None
-        op["intensity"] = _finite(r.intensity) if r else None
-        op["bound"] = r.bound if r else None
+        got = by_shape.get((op.get("name", ""), op.get("input_dims"), op.get("input_types")), none)
+        op["flops_per_call"], op["bytes_per_call"], op["intensity"], op["bound"] = got
     device = report_dict.setdefault("device", {})
     device["peaks"] = rl.peaks.to_dict() if rl.peaks else {}
 
