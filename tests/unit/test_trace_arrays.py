@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
-from opscope.trace.arrays import Codes, bools, ints
+from opscope.trace.arrays import Codes, bools, ints, unique_ints
 
 
 def _two_dictionaries() -> pa.ChunkedArray:
@@ -52,3 +53,25 @@ def test_unique_inverse_equals_numpys() -> None:
         want_u, want_i = np.unique(keys, return_inverse=True)
         assert uniq.tolist() == want_u.tolist()
         assert inverse.tolist() == want_i.reshape(-1).tolist()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64])
+@pytest.mark.parametrize("n", [0, 1, 7, 5000])
+@pytest.mark.parametrize("spread", [1, 3, 1000, 10**9])
+def test_unique_ints_is_numpys_unique(dtype: type, n: int, spread: int) -> None:
+    """Both ways (a table over a small range, a sort over a wide one): NumPy's values and
+    dtype, negative values and the ends of each dtype's range included."""
+    info = np.iinfo(dtype)
+    lo = max(info.min, -spread)
+    hi = min(info.max, spread)
+    a = np.random.default_rng(n + spread).integers(lo, hi, n, endpoint=True, dtype=dtype)
+    if n > 2 and spread == 10**9:
+        a[:2] = (info.min, info.max)  # the dtype's extremes: the widest range it can hold
+    got, want = unique_ints(a), np.unique(a)
+    assert got.dtype == want.dtype
+    assert got.tolist() == want.tolist()
+
+
+def test_unique_ints_of_other_dtypes_is_numpys() -> None:
+    a = np.array([2.5, -1.0, 2.5, np.nan])
+    assert np.array_equal(unique_ints(a), np.unique(a), equal_nan=True)

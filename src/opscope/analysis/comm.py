@@ -25,7 +25,7 @@ import numpy as np
 
 from opscope.analysis.intervals import overlap_ns, union_ns
 from opscope.analysis.optable import host_work
-from opscope.trace.arrays import member
+from opscope.trace.arrays import member, unique_ints
 from opscope.trace.commnames import collective_of_host_op, is_host_comm
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def host_comm_rows(index: EventIndex, rows: np.ndarray) -> tuple[np.ndarray, np.
     name = index.name
     framework = index.is_framework[rows]
     work = rows[framework & name.passing(is_host_comm)[rows]]
-    backend_threads = np.unique(index.thread[work])
+    backend_threads = unique_ints(index.thread[work])
     computing = index.memo("analysis.host_work", lambda: host_work(index))
     compute = (
         framework

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from opscope.analysis.comm import figures, host_comm_rows
 from opscope.analysis.intervals import union_ns
-from opscope.trace.arrays import Codes, ints, member, valid
+from opscope.trace.arrays import Codes, ints, member, unique_ints, valid
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def drop_pre_window(
     # a device event without a correlation, where others carry one, counts as launched before
     # the window (on the shared MTIA trace all such events end before the first runtime call)
     orphan = ~dev_has
-    for r in np.unique(rank[dev[dev_has]]).tolist():
+    for r in unique_ints(rank[dev[dev_has]]).tolist():
         mine = dev_has & (rank[dev] == r)
         launched = corr[runtime[rank[runtime] == r]]
         orphan[mine] = ~member(corr[dev[mine]], launched)

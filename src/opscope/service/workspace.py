@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opscope.errors import OpscopeError
+from opscope.trace.arrays import unique_ints
 
 if TYPE_CHECKING:
     from opscope.analysis.report import Report
@@ -119,10 +120,9 @@ class OpenTrace:
 
 def check_steps(trace: Trace, steps: tuple[int, int]) -> None:
     """A :class:`ServiceError` naming the trace's profiler steps when none is in ``steps``."""
-    import numpy as np
 
     col = trace.index.step
-    have = np.unique(col[col >= 0]).tolist()
+    have = unique_ints(col[col >= 0]).tolist()
     first, last = steps
     if any(first <= s <= last for s in have):
         return

@@ -104,13 +104,35 @@ def distinct(col: pa.ChunkedArray | pa.Array, mask: np.ndarray | None = None) ->
             piece = chunk.filter(pa.array(mask[at : at + n]))
         at += n
         if pa.types.is_dictionary(piece.type):
-            used = np.unique(ints(piece.indices, -1))
+            used = unique_ints(ints(piece.indices, -1))
             used = used[used >= 0]
             values = piece.dictionary.take(pa.array(used)).cast(pa.string())
         else:
             values = pc.unique(piece.cast(pa.string()))
         out.update(v for v in values.to_pylist() if v is not None)
     return list(out)
+
+
+def unique_ints(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` (the sorted distinct values, same dtype) of an integer array: by a
+    table over the value range when it is small next to the array, else by a sort.  NumPy
+    2.4's ``np.unique`` goes through a hash table, which on arrays of many distinct values
+    takes 30-80x a sort's time (225k row numbers: 89-227 ms against 3 ms); other dtypes go to
+    ``np.unique``."""
+    a = np.asarray(values).reshape(-1)
+    if a.dtype.kind not in "iu":
+        return np.asarray(np.unique(a))
+    if len(a) == 0:
+        return np.array(a)
+    lo, hi = int(a.min()), int(a.max())
+    if hi - lo + 1 <= 4 * len(a) + 1024 and hi < 2**63:
+        present = np.zeros(hi - lo + 1, dtype=bool)
+        present[a.astype(np.int64, copy=False) - lo] = True
+        return np.asarray(np.flatnonzero(present) + lo, dtype=a.dtype)
+    s = np.sort(a)
+    keep = np.ones(len(s), dtype=bool)
+    keep[1:] = s[1:] != s[:-1]
+    return s[keep]
 
 
 def unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

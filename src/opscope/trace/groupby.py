@@ -98,11 +98,14 @@ def _group_ids(
         texts.append(text)
         width = int(codes.max()) + 1
         _, key = unique_inverse(key * width + codes)  # compact before the next column
-    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    rank = np.empty(len(distinct), dtype=np.int64)
+    # the keys are compact (0 .. k-1, each present): each one's first row, without a sort
+    k = int(key.max()) + 1 if n else 0
+    first = np.full(k, n, dtype=np.int64)
+    np.minimum.at(first, key, np.arange(n, dtype=np.int64))
+    rank = np.empty(k, dtype=np.int64)
     by_first = np.argsort(first, kind="stable")
-    rank[by_first] = np.arange(len(distinct))
-    return rank[np.asarray(inverse).reshape(-1)], first[by_first].astype(np.int64), texts
+    rank[by_first] = np.arange(k)
+    return rank[key], first[by_first], texts
 
 
 def _aggregate(

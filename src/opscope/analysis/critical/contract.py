@@ -39,6 +39,7 @@ import numpy as np
 
 from opscope.analysis.critical.longest import _native
 from opscope.analysis.critical.model import LABELS, STREAM, THREAD, Graph
+from opscope.trace.arrays import unique_ints
 
 NLAB = len(LABELS)
 ANY = -1
@@ -229,11 +230,11 @@ def cut_nodes(graph: Graph, times: np.ndarray) -> np.ndarray:
     ``thread`` or ``stream`` edge whose span holds the time)."""
     if not len(times) or not graph.n_edges:
         return np.zeros(0, dtype=np.int64)
-    bounds = np.unique(times)
+    bounds = unique_ints(times)
     chain = (graph.kind == THREAD) | (graph.kind == STREAM)
     ts, td = graph.time[graph.src[chain]], graph.time[graph.dst[chain]]
     crosses = np.searchsorted(bounds, ts, side="right") < np.searchsorted(bounds, td, side="right")
-    out: np.ndarray = np.unique(graph.dst[chain][crosses])
+    out: np.ndarray = unique_ints(graph.dst[chain][crosses])
     return out
 
 

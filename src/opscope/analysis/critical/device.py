@@ -29,7 +29,7 @@ from opscope.analysis.critical.model import (
     Build,
     args_of,
 )
-from opscope.trace.arrays import values_at
+from opscope.trace.arrays import unique_ints, unique_inverse, values_at
 from opscope.trace.index import EventIndex
 
 
@@ -220,8 +220,7 @@ def long_calls(idx: EventIndex, calls: np.ndarray) -> np.ndarray:
     dur = idx.dur[calls]
     if not len(calls):
         return np.zeros(0, dtype=bool)
-    uniq, inv = np.unique(idx.name.codes[calls], return_inverse=True)
-    inv = inv.reshape(-1)
+    uniq, inv = unique_inverse(idx.name.codes[calls])
     # each name's median (np.median's: the middle value, or the mean of the middle two), all
     # names at once from the durations sorted within their name
     by_name = dur[np.lexsort((dur, inv))].astype(np.float64)
@@ -239,7 +238,7 @@ def back_pressure(idx: EventIndex, host: np.ndarray, drows: np.ndarray) -> list[
     work that ended before it returned: ``(that work, the call)``.  Its span then weighs only
     what follows that end (what-if would otherwise take the wait for host work)."""
     launch = idx.launch[drows]
-    calls = np.unique(launch[launch >= 0])
+    calls = unique_ints(launch[launch >= 0])
     calls = calls[host[calls]]
     if not len(calls):
         return []
@@ -305,7 +304,7 @@ def device_edges(b: Build, cross: np.ndarray) -> np.ndarray:
     # first launch) was host work: its span is on the host's chain, the launch delay counts
     # from its return
     slow = np.zeros(idx.n, dtype=bool)
-    calls = np.unique(lrow[lm])
+    calls = unique_ints(lrow[lm])
     slow[calls[long_calls(idx, calls)]] = True
     from_end = slow[np.maximum(lrow, 0)] & lm & (delay >= 0)
     lw = np.where(from_end, delay, kstart - start[np.maximum(lrow, 0)])
@@ -356,7 +355,7 @@ def inferred_waits(idx: EventIndex, rows: np.ndarray, ready: np.ndarray) -> np.n
     device = idx.rank.astype(np.int64) * (len(idx.pid.values) + 1) + idx.pid.codes
     by_end = rows[np.lexsort((end[rows], device[rows]))]
     dev_sorted = device[by_end]
-    for d in np.unique(device[rows[waiting]]).tolist():
+    for d in unique_ints(device[rows[waiting]]).tolist():
         lo = int(np.searchsorted(dev_sorted, d, side="left"))
         hi = int(np.searchsorted(dev_sorted, d, side="right"))
         cand = by_end[lo:hi]

@@ -20,6 +20,7 @@ from opscope.analysis.critical.model import (
     THREAD,
     Build,
 )
+from opscope.trace.arrays import unique_ints
 from opscope.trace.index import EventIndex
 
 
@@ -124,7 +125,7 @@ def handoffs(b: Build, parent: np.ndarray) -> None:
         return
     thread, start, end = idx.thread, idx.start, idx.end
     top = hrows[parent[hrows] < 0]
-    bwd_threads = np.unique(thread[hrows[engine]])
+    bwd_threads = unique_ints(thread[hrows[engine]])
     if not len(top) or not len(bwd_threads):
         return
     top = top[np.lexsort((start[top], thread[top]))]
@@ -141,7 +142,7 @@ def handoffs(b: Build, parent: np.ndarray) -> None:
     proc = idx.rank.astype(np.int64) * (len(idx.pid.values) + 1) + idx.pid.codes
     for bt in bwd_threads.tolist():
         p0 = proc[hrows[thread[hrows] == bt][0]]
-        others = np.unique(thread[ops[(proc[ops] == p0) & (thread[ops] != bt)]])
+        others = unique_ints(thread[ops[(proc[ops] == p0) & (thread[ops] != bt)]])
         for ot in others.tolist():
             for t_to, t_from in ((ot, bt), (bt, ot)):
                 g = th == t_to

@@ -55,6 +55,7 @@ from opscope.analysis.critical.section import (
     scaled_weights,
     section,
 )
+from opscope.trace.arrays import unique_ints
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
@@ -318,7 +319,7 @@ def _untraced_weighed(trace: Trace, graph: Graph) -> Graph:
     steps = np.flatnonzero(idx.kind.eq("step"))
     if not len(steps) or not graph.n_edges:
         return graph
-    loop = np.unique(idx.thread[steps])
+    loop = unique_ints(idx.thread[steps])
     srow, drow = graph.row[graph.src], graph.row[graph.dst]
     gap = (graph.kind == THREAD) & (graph.label == NONE)
     gap &= (
@@ -338,7 +339,7 @@ def _by_rank(job: Graph, path: Path, node_rank: np.ndarray) -> dict[str, float]:
     e = path.edges
     r = node_rank[job.src[e]]
     out: dict[str, float] = {}
-    for rank in np.unique(r[r >= 0]).tolist():
+    for rank in unique_ints(r[r >= 0]).tolist():
         out[str(rank)] = _us(int(job.weight[e[r == rank]].sum()))
     return out
 

@@ -23,6 +23,7 @@ from opscope.analysis.critical.graph import LABELS, Graph
 from opscope.analysis.critical.longest import longest_paths
 from opscope.analysis.critical.path import Segments, longest_edges, longest_per_step
 from opscope.analysis.critical.section import METHOD, TOP, _us, bound_by_us, projection_answer
+from opscope.trace.arrays import unique_ints
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def interface_nodes(part: Graph, joins: Mapping[int, tuple[int, int]]) -> np.nda
     ends = np.asarray([n for pair in joins.values() for n in pair], dtype=np.int64)
     arrivals = np.asarray([a for a, _m in joins.values()], dtype=np.int64)
     cuts = cut_nodes(part, part.time[arrivals])
-    out: np.ndarray = np.unique(np.concatenate([ends, cuts]))
+    out: np.ndarray = unique_ints(np.concatenate([ends, cuts]))
     return out
 
 
@@ -218,7 +219,9 @@ def _labels(j: _Joined, edges: np.ndarray) -> dict[str, int]:
 
 def _by_rank(j: _Joined, edges: np.ndarray) -> dict[str, float]:
     r = j.rank[j.src[edges]]
-    return {str(k): _us(int(j.weight[edges[r == k]].sum())) for k in np.unique(r[r >= 0]).tolist()}
+    return {
+        str(k): _us(int(j.weight[edges[r == k]].sum())) for k in unique_ints(r[r >= 0]).tolist()
+    }
 
 
 def _wall(j: _Joined, edges: np.ndarray) -> int:

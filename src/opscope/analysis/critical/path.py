@@ -23,7 +23,7 @@ import orjson
 
 from opscope.analysis.critical.graph import LABELS, Graph
 from opscope.analysis.critical.longest import longest_paths, paths_to
-from opscope.trace.arrays import unique_inverse
+from opscope.trace.arrays import unique_ints, unique_inverse
 
 _pieces: ModuleType | None
 try:
@@ -293,7 +293,7 @@ class Segments(Sequence[dict[str, Any]]):
         starts = np.cumsum([0] + [len(p) for p, _i in self.blocks])
         which = np.searchsorted(starts, positions, side="right") - 1
         out: list[dict[str, Any] | None] = [None] * len(positions)
-        for b in np.unique(which).tolist():
+        for b in unique_ints(which).tolist():
             at = np.flatnonzero(which == b)
             p, idx = self.blocks[b]
             local = positions[at] - starts[b]

@@ -23,6 +23,7 @@ import numpy as np
 
 from opscope.analysis.critical.graph import LABELS, SPAN, SPLIT, Graph, acyclic, build, under
 from opscope.analysis.critical.path import Path, Segments, pieces, solve, step_paths
+from opscope.trace.arrays import unique_ints
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
@@ -355,7 +356,7 @@ class _OnPath:
         under a framework row and the work they launched)."""
         idx = self.idx
         hits: list[np.ndarray] = []
-        for r in np.unique(rows[rows >= 0]).tolist():
+        for r in unique_ints(rows[rows >= 0]).tolist():
             lo = np.searchsorted(self.sorted_rows, r, side="left")
             hi = np.searchsorted(self.sorted_rows, r, side="right")
             hits.append(self.by_row[lo:hi])
@@ -369,7 +370,7 @@ class _OnPath:
             k1 = t_lo + int(np.searchsorted(s, idx.end[r], side="right"))
             inside = np.flatnonzero(self.a_end[k0:k1] <= idx.end[r]) + k0
             hits.append(self.edge_of[inside])
-        return np.unique(np.concatenate(hits)) if hits else np.zeros(0, dtype=np.int64)
+        return unique_ints(np.concatenate(hits)) if hits else np.zeros(0, dtype=np.int64)
 
 
 def window_path(trace: Trace, graph: Graph) -> Path:

@@ -33,7 +33,7 @@ from opscope.analysis.findings.base import Context, Evidence
 from opscope.analysis.optable import host_work
 from opscope.trace.args import decode_args
 from opscope.trace.argtexts import top_level_strings
-from opscope.trace.arrays import bools
+from opscope.trace.arrays import bools, unique_ints
 from opscope.trace.index import EventIndex
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
@@ -306,7 +306,7 @@ def ids_evidence(
     """Evidence over at most :data:`MAX_EVIDENCE_IDS` rows (ids in time order), with the time
     range they span."""
     arr = np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.int64)
-    arr = np.unique(arr[arr >= 0])
+    arr = unique_ints(arr[arr >= 0])
     if not len(arr):
         return Evidence(note=note)
     picked = arr[np.lexsort((arr, v.start[arr]))][:MAX_EVIDENCE_IDS]

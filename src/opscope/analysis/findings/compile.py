@@ -62,7 +62,7 @@ from opscope.analysis.findings.base import (
     severity_of,
     share_of_wall,
 )
-from opscope.trace.arrays import Codes, bools
+from opscope.trace.arrays import Codes, bools, unique_ints
 
 MIN_WALL_SHARE = 0.01
 REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
@@ -119,7 +119,7 @@ def run(ctx: Context) -> list[Finding]:
     # recompilations: regions named F/R with R > 0 (parsed once per distinct name)
     region_names = names.value_matches(REGION.pattern)
     regions = win[names.rows(region_names)[win]]
-    region_codes = np.unique(names.codes[regions]).tolist()
+    region_codes = unique_ints(names.codes[regions]).tolist()
     again = {c for c in region_codes if int(REGION.match(str(names.values[c])).group(2)) > 0}  # type: ignore[union-attr]
     recompiled = regions[np.isin(names.codes[regions], sorted(again))]
     reasons = [str(x) for rec in recs for x in rec.get("recompile_reasons") or []]
@@ -291,7 +291,7 @@ def _distinct_per(group: np.ndarray, value: np.ndarray, groups: int) -> np.ndarr
     if not len(value):
         return np.zeros(groups, dtype=np.int64)
     width = int(value.max()) + 1
-    pairs = np.unique(group * width + value)
+    pairs = unique_ints(group * width + value)
     return np.bincount(pairs // width, minlength=groups)
 
 

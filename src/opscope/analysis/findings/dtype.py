@@ -40,7 +40,7 @@ from opscope.analysis.findings._view import (
 )
 from opscope.analysis.findings.base import Context, Finding, Rule, make_finding, share_of_wall
 from opscope.analysis.opsets import MATMULS
-from opscope.trace.arrays import bools, member
+from opscope.trace.arrays import bools, member, unique_ints
 
 MIN_WALL_SHARE = 0.01
 MIN_MATMUL_DEVICE_SHARE = 0.05
@@ -186,7 +186,7 @@ def _fp32_matmul(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Findi
             'torch.set_float32_matmul_precision("high") (a one-line change, ~1e-3 relative '
             'precision), or run the model in bf16: torch.autocast("cuda", dtype=torch.bfloat16).'
         )
-    names = sorted({v.name_of(int(o)) for o in np.unique(v.op[hit]).tolist()})
+    names = sorted({v.name_of(int(o)) for o in unique_ints(v.op[hit]).tolist()})
     return make_finding(
         ctx,
         kind="dtype",

@@ -50,6 +50,7 @@ from opscope.analysis.findings._view import (
 )
 from opscope.analysis.findings.base import Context, Finding, Rule, make_finding
 from opscope.analysis.opsets import ELEMENTWISE, MATMULS, REDUCTIONS, SOFTMAX
+from opscope.trace.arrays import unique_ints
 
 MIN_RUN = 3
 MIN_WALL_SHARE = 0.01
@@ -163,7 +164,7 @@ def _units(v: EventView) -> _Units | None:
     ).astype(np.int64)
     scope_names = {code: text for text, code in label_code.items()}
     base_of = {
-        c: base_name(str(ix.name.values[c]) if c >= 0 else "") for c in np.unique(name).tolist()
+        c: base_name(str(ix.name.values[c]) if c >= 0 else "") for c in unique_ints(name).tolist()
     }
     return _Units(
         row=rows,

@@ -42,6 +42,7 @@ from opscope.analysis.findings.base import (
     make_finding,
     share_of_wall,
 )
+from opscope.trace.arrays import unique_ints
 
 MIN_GAP_US = 100.0
 MIN_WALL_SHARE = 0.02
@@ -152,7 +153,7 @@ def _host_activity(v: EventView, g: Gaps, sel: np.ndarray) -> list[tuple[str, in
     pair_ns: list[np.ndarray] = []
     pair_order: list[np.ndarray] = []
     thread = v.index.thread[lr]
-    for t in np.unique(thread).tolist():
+    for t in unique_ints(thread).tolist():
         mine = np.flatnonzero(thread == t)
         r0 = int(lr[mine[0]])
         rows = tops.get((int(v.rank[r0]), v.index.pid[r0], v.index.tid[r0]))

@@ -54,6 +54,7 @@ from opscope.analysis.findings.base import (
     severity_of,
     share_of_wall,
 )
+from opscope.trace.arrays import unique_ints
 
 # Reader warnings about a Neuron profile's format (opscope.trace.neuron.WARNING_PREFIX): not a
 # cut file.  Written here rather than imported so the rule does not load the Neuron reader.
@@ -208,7 +209,7 @@ def run(ctx: Context) -> list[Finding]:
 def _categories(v: EventView) -> list[str]:
     """The distinct categories of the events, sorted (a null category reads as "")."""
     cat = v.index.cat
-    present = np.unique(cat.codes)
+    present = unique_ints(cat.codes)
     return sorted({str(cat.values[c]) if c >= 0 else "" for c in present.tolist()})
 
 

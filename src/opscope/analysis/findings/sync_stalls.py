@@ -57,6 +57,7 @@ from opscope.analysis.findings._view import (
 from opscope.analysis.findings.base import Context, Finding, Rule, severity_of, share_of_wall
 from opscope.analysis.intervals import merge_intervals
 from opscope.markers import SYNC_ANNOTATION
+from opscope.trace.arrays import unique_ints
 
 MIN_WALL_SHARE = 0.01
 MIN_IDLE_US = 20.0
@@ -111,7 +112,7 @@ def run(ctx: Context) -> list[Finding]:
     # device busy intervals per rank (all executions of the window)
     ex = np.flatnonzero(v.is_exec)
     busy: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for rank in np.unique(v.rank[ex]).tolist():
+    for rank in unique_ints(v.rank[ex]).tolist():
         r = ex[v.rank[ex] == rank]
         busy[rank] = merge_intervals(v.start[r], v.end[r])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from opscope.trace.arrays import FEW_VALUES
+from opscope.trace.arrays import FEW_VALUES, unique_ints
 from opscope.trace.commnames import is_comm_kernel
 from opscope.trace.schema import CATEGORY_MAP, KINDS, SOURCES, SYNC_RUNTIME_MARKERS
 
@@ -78,7 +78,7 @@ def classify_table(table: pa.Table) -> pa.Table:
         # communication kernels: the name table is evaluated once per distinct kernel name
         kernel = (src == dev) & (kind == kind_ids["kernel"])
         comm_name = np.zeros(len(names), dtype=bool)
-        for j in np.unique(name_idx[kernel]).tolist():
+        for j in unique_ints(name_idx[kernel]).tolist():
             comm_name[j] = is_comm_kernel(names[j])
         kind[kernel & comm_name[name_idx]] = kind_ids["comm"]
         kind[(src == rt) & sync_name[name_idx]] = kind_ids["sync"]
