@@ -10,7 +10,7 @@ import pytest
 from test_findings_kit import Doc
 
 from opscope.analysis.critical.graph import LABELS, build
-from opscope.analysis.critical.longest import CycleError, longest_paths, path_to
+from opscope.analysis.critical.longest import AVAILABLE, CycleError, longest_paths, path_to
 from opscope.analysis.critical.section import (
     WhatIfError,
     finding_savings,
@@ -55,9 +55,27 @@ def test_native_and_python_agree_on_random_dags() -> None:
         keep = a != b
         src, dst = np.minimum(a, b)[keep], np.maximum(a, b)[keep]  # forward only: a DAG
         w = rng.integers(0, 1000, len(src))
-        d1, _p1 = longest_paths(src, dst, w, n, native=True)
-        d2, _p2 = longest_paths(src, dst, w, n, native=False)
+        d1, p1 = longest_paths(src, dst, w, n, native=True)
+        d2, p2 = longest_paths(src, dst, w, n, native=False)
         assert d1.tolist() == d2.tolist()
+        assert p1.tolist() == p2.tolist()
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="the C extension is not built")
+def test_native_and_python_agree_on_a_large_dag_with_ties() -> None:
+    """Large enough for the C search's scratch to take huge-page blocks; weights of few values
+    make many equally long paths, where both keep the first found (the same pred)."""
+    rng = np.random.default_rng(11)
+    n, m = 300_000, 700_000
+    a = rng.integers(0, n, m)
+    b = np.minimum(a + rng.integers(1, 50, m), n - 1)
+    keep = a != b
+    src, dst = a[keep], b[keep]
+    w = rng.integers(0, 3, len(src))
+    d1, p1 = longest_paths(src, dst, w, n, native=True)
+    d2, p2 = longest_paths(src, dst, w, n, native=False)
+    assert np.array_equal(d1, d2)
+    assert np.array_equal(p1, p2)
 
 
 @pytest.mark.parametrize("native", [True, False])

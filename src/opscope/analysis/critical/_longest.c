@@ -15,6 +15,29 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
+/* Scratch memory for the search, zeroed when asked: large blocks are 2 MiB-aligned and
+   advised into transparent huge pages where the kernel offers them on request (Linux
+   "madvise" mode), as NumPy advises its own arrays.  At a million events the search's
+   scratch is some 60 MB touched once and then in a scattered order: with 4 KiB pages its
+   page faults and TLB misses cost about as much as the search itself.  Free with free(). */
+static void *scratch(size_t n, int zero) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    if (n >= 2 * huge) {
+        void *p = NULL;
+        size_t m = (n + huge - 1) / huge * huge;
+        if (posix_memalign(&p, huge, m) != 0) return NULL;
+        madvise(p, m, MADV_HUGEPAGE);
+        if (zero) memset(p, 0, n);
+        return p;
+    }
+#endif
+    return zero ? calloc(n ? n : 1, 1) : malloc(n ? n : 1);
+}
 
 /* Kahn's step from node u: each of its out-edges (order[first[u]:first[u + 1]]) may lengthen
    the path to its head; a head whose in-edges are all seen joins the queue.  Of two equally
@@ -53,10 +76,10 @@ static PyObject *longest(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    order = malloc(sizeof(int64_t) * (E > 0 ? E : 1));
-    start = calloc((size_t)N + 1, sizeof(int64_t));
-    indeg = calloc((size_t)N + 1, sizeof(int64_t));
-    queue = malloc(sizeof(int64_t) * (N > 0 ? N : 1));
+    order = scratch(sizeof(int64_t) * (size_t)E, 0);
+    start = scratch(sizeof(int64_t) * ((size_t)N + 1), 1);
+    indeg = scratch(sizeof(int64_t) * ((size_t)N + 1), 1);
+    queue = scratch(sizeof(int64_t) * (size_t)N, 0);
     if (!order || !start || !indeg || !queue) {
         PyErr_NoMemory();
         goto done;
@@ -69,35 +92,24 @@ static PyObject *longest(PyObject *self, PyObject *args) {
         indeg[dst[e]]++;
     }
     for (Py_ssize_t v = 0; v < N; v++) start[v + 1] += start[v];
-    {
-        int64_t *fill = malloc(sizeof(int64_t) * (N > 0 ? N : 1));
-        if (fill) {
-            memcpy(fill, start, sizeof(int64_t) * (size_t)N);
-            for (Py_ssize_t e = 0; e < E; e++) order[fill[src[e]]++] = e;
-            free(fill);
-        } else {
-            E = -1; /* flag: out of memory, reported below */
-        }
+    /* each edge to its source's next slot (start[v] then ends where v + 1 begins), then the
+       starts moved back one place: no second array of N for the cursors */
+    for (Py_ssize_t e = 0; e < E; e++) order[start[src[e]]++] = e;
+    memmove(start + 1, start, sizeof(int64_t) * (size_t)N);
+    start[0] = 0;
+    for (Py_ssize_t v = 0; v < N; v++) {
+        dist[v] = 0;
+        pred[v] = -1;
     }
-    if (E >= 0) {
-        for (Py_ssize_t v = 0; v < N; v++) {
-            dist[v] = 0;
-            pred[v] = -1;
-        }
-        Py_ssize_t head = 0, tail = 0;
-        for (Py_ssize_t v = 0; v < N; v++)
-            if (indeg[v] == 0) queue[tail++] = v;
-        while (head < tail) {
-            int64_t u = queue[head++];
-            reached++;
-            relax(u, start, order, dst, w, dist, pred, indeg, queue, &tail);
-        }
+    Py_ssize_t head = 0, tail = 0;
+    for (Py_ssize_t v = 0; v < N; v++)
+        if (indeg[v] == 0) queue[tail++] = v;
+    while (head < tail) {
+        int64_t u = queue[head++];
+        reached++;
+        relax(u, start, order, dst, w, dist, pred, indeg, queue, &tail);
     }
     Py_END_ALLOW_THREADS
-    if (E < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
     result = PyLong_FromSsize_t(reached);
 done:
     free(order);
