@@ -28,9 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.markers import SYNC_ANNOTATION
-from opscope.trace.arrays import Codes, ints
+from opscope.trace.arrays import Codes, valid
 from opscope.trace.groupby import group_columns
-from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
@@ -216,11 +215,13 @@ def op_table(trace: Trace, steps: tuple[int, int] | None = None) -> OpTable:
         ops = host_execution(ops)
         device_total_ns = int(pc.sum(ops.column("device_self_ns")).as_py() or 0)
     else:
-        ev = select_window(trace.events, steps)
-        work = Codes.of(ev.column("source")).eq("device") & Codes.of(ev.column("kind")).isin(
-            DEVICE_WORK_KINDS
-        )
-        device_total_ns = int(ints(ev.column("dur_ns"), 0)[work].sum())
+        # the device executions of the window, read off the trace's index (no filtered copy
+        # of the event table; a null step is in no window, as select_window has it)
+        idx = trace.index
+        work = idx.is_work & idx.in_steps(steps)
+        if steps is not None:
+            work &= valid(trace.events.column("step"))
+        device_total_ns = int(idx.dur[work].sum())
 
     rows = _aggregate(ops, ["name"], device_is_host, device_total_ns)
     by_shape = _aggregate(
