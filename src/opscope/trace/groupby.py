@@ -124,16 +124,20 @@ def _aggregate(
         return [None] * n_groups
     if not (pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
         raise TypeError(f"{fn} of a column of type {col.type}: integers or booleans only")
+    nulls = bool(col.null_count)
     values = ints(col, 0)
-    has = np.bincount(gid[ok], minlength=n_groups) > 0
     if fn == "sum":
-        got = np.add.reduceat(np.where(ok, values, 0)[order], starts)
+        got = np.add.reduceat((np.where(ok, values, 0) if nulls else values)[order], starts)
     else:
         big = np.iinfo(np.int64).max
         fill = big if fn == "min" else -big - 1
         ufunc = np.minimum if fn == "min" else np.maximum
-        got = ufunc.reduceat(np.where(ok, values, fill)[order], starts)
-    return [int(v) if h else None for v, h in zip(got.tolist(), has.tolist(), strict=True)]
+        got = ufunc.reduceat((np.where(ok, values, fill) if nulls else values)[order], starts)
+    out: list[Any] = got.tolist()  # Python ints (an int64 array)
+    if not nulls:  # every group has a row, so a value
+        return out
+    has = np.bincount(gid[ok], minlength=n_groups) > 0
+    return [v if h else None for v, h in zip(out, has.tolist(), strict=True)]
 
 
 def _distinct(col: pa.ChunkedArray, gid: np.ndarray, n_groups: int) -> list[list[Any]]:
