@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from opscope.analysis.optable import select_window
 from opscope.trace.args import decode_args
+from opscope.trace.arrays import Codes, valid
 from opscope.trace.groupby import grouped
 
 if TYPE_CHECKING:
@@ -58,19 +58,16 @@ def _neff_names(trace: Trace, k: pa.Table) -> list[str]:
 
 def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[KernelRow]:
     k = select_window(trace.kernels, steps)
-    k = k.filter(pc.not_equal(k.column("kind").cast(pa.string()), "annotation"))
+    kind = k.column("kind")
+    # compared on the column's codes; a null kind is left out (as Arrow's not_equal has it)
+    k = k.filter(pa.array(~Codes.of(kind).eq("annotation") & valid(kind)))
     if k.num_rows == 0:
         return []
-    names = k.column("name").cast(pa.string())
+    # the group-by reads dictionary keys as their text: no string column made per row
+    names: pa.ChunkedArray = k.column("name")
     if trace.device.kind == "neuron":
         names = pa.chunked_array([_neff_names(trace, k)], pa.string())
-    t = pa.table(
-        {
-            "name": names,
-            "dur_ns": k.column("dur_ns"),
-            "op_name": k.column("op_name").cast(pa.string()),
-        }
-    )
+    t = pa.table({"name": names, "dur_ns": k.column("dur_ns"), "op_name": k.column("op_name")})
     g = grouped(
         t,
         ["name"],
