@@ -6,6 +6,7 @@ Everything here is pure Python on the recorded JSON values; nothing imports torc
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -83,13 +84,16 @@ SCALAR_TYPE_CODES: dict[int, str] = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def itemsize(dtype: str | None) -> int | None:
-    """Bytes per element of a recorded ``Input type``, None when it is not a tensor dtype."""
+    """Bytes per element of a recorded ``Input type``, None when it is not a tensor dtype
+    (remembered per spelling: a trace holds a few, asked about thousands of times)."""
     if not dtype:
         return None
     return _ITEMSIZE.get(dtype.lower())
 
 
+@functools.lru_cache(maxsize=1024)
 def dtype_class(dtype: str | None) -> str | None:
     """``fp64``/``fp32``/``bf16``/``fp16``/``fp8`` for floating dtypes, else None."""
     if not dtype:
@@ -181,12 +185,19 @@ class Call:
         self.types = [str(t) if t is not None else "" for t in types]
         self.strides = list(strides) if strides is not None else None
         self.concrete = [str(c) if c is not None else "" for c in concrete] if concrete else []
+        self._tensor: dict[int, bool] = {}  # is_tensor per argument, asked again and again
 
     def __len__(self) -> int:
         return len(self.dims)
 
     def is_tensor(self, i: int) -> bool:
         """Argument ``i`` is a tensor with a known dtype (a shape list, possibly empty = 0-d)."""
+        got = self._tensor.get(i)
+        if got is None:
+            got = self._tensor[i] = self._is_tensor(i)
+        return got
+
+    def _is_tensor(self, i: int) -> bool:
         if i >= len(self.dims) or i >= len(self.types):
             return False
         d = self.dims[i]
