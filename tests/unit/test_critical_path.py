@@ -124,6 +124,14 @@ def test_data_loading_is_labelled_under_the_loader() -> None:
     assert bound(sec) == {"data_loading": 60.0, "cpu": 30.0}
 
 
+@pytest.mark.parametrize("name", ["DataLoader.fetch", "my_dataloader", "Data_Loader step"])
+def test_a_data_loading_name_is_matched_in_any_case(name: str) -> None:
+    d = Doc(gpu=False)
+    d.op(name, 0, 60)
+    d.op("aten::mm", 70, 30)
+    assert bound(cp(d.trace())) == {"data_loading": 60.0, "cpu": 30.0}
+
+
 # -- launches, streams, syncs -------------------------------------------------------------------
 
 
