@@ -35,7 +35,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.analysis.intervals import union_ns
-from opscope.trace.arrays import unique_ints
 
 if TYPE_CHECKING:
     from opscope.trace.model import Trace
@@ -286,7 +285,7 @@ def _execution(
         inside = (st >= s) & (st < e)
         eng = np.asarray([engine_key(x) for x in _strs(instr, "engine")], dtype=object)
         work = ~np.isin(_strs(instr, "opcode"), sorted(SETUP_OPCODES))
-        for k in unique_ints(eng[inside]).tolist():
+        for k in np.unique(eng[inside]).tolist():
             m = inside & (eng == k)
             w = m & work
             et = engines.setdefault(k, EngineTime(k, 0, 0, 0))
@@ -298,7 +297,7 @@ def _execution(
         eng = np.asarray([engine_key(x) for x in _strs(active, "engine")], dtype=object)
         lo, hi = np.maximum(st, s), np.minimum(en, e)
         ok = hi > lo
-        for k in unique_ints(eng[ok]).tolist():
+        for k in np.unique(eng[ok]).tolist():
             m = ok & (eng == k)
             engines.setdefault(k, EngineTime(k, 0, 0, 0)).active_ns = union_ns(lo[m], hi[m])
     dma_ns = dma_data_ns = 0
