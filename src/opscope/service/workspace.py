@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opscope.errors import OpscopeError
-from opscope.trace.arrays import unique_ints
 
 if TYPE_CHECKING:
     from opscope.analysis.report import Report
@@ -120,6 +119,7 @@ class OpenTrace:
 
 def check_steps(trace: Trace, steps: tuple[int, int]) -> None:
     """A :class:`ServiceError` naming the trace's profiler steps when none is in ``steps``."""
+    from opscope.trace.arrays import unique_ints  # NumPy and Arrow: not at the module's import
 
     col = trace.index.step
     have = unique_ints(col[col >= 0]).tolist()
