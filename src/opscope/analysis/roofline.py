@@ -60,6 +60,19 @@ OVERHEAD_FACTOR = 10.0
 ROOFLINE_SCHEMA = "opscope.roofline/1"
 
 
+def _per_call(
+    flops: float | None, nbytes: float | None, calls: int
+) -> tuple[float | None, float | None, float | None]:
+    """(FLOPs per call, bytes per call, intensity) of a row's totals over its costed calls:
+    :attr:`RooflineRow.flops_per_call`, ``bytes_per_call`` and ``intensity`` in one call, for
+    the dicts of tables of thousands of rows."""
+    return (
+        flops / calls if flops is not None and calls else None,
+        nbytes / calls if nbytes is not None and calls else None,
+        None if flops is None or not nbytes else flops / nbytes,
+    )
+
+
 @dataclass
 class RooflineRow:
     """One op name (``input_dims is None``) or one (op, shapes) row of the op table."""
@@ -82,21 +95,15 @@ class RooflineRow:
 
     @property
     def flops_per_call(self) -> float | None:
-        return (
-            self.flops / self.costed_calls if self.flops is not None and self.costed_calls else None
-        )
+        return _per_call(self.flops, self.bytes, self.costed_calls)[0]
 
     @property
     def bytes_per_call(self) -> float | None:
-        return (
-            self.bytes / self.costed_calls if self.bytes is not None and self.costed_calls else None
-        )
+        return _per_call(self.flops, self.bytes, self.costed_calls)[1]
 
     @property
     def intensity(self) -> float | None:
-        if self.flops is None or not self.bytes:
-            return None
-        return self.flops / self.bytes
+        return _per_call(self.flops, self.bytes, self.costed_calls)[2]
 
     @property
     def roofline_us(self) -> float | None:
@@ -141,9 +148,7 @@ class RooflineRow:
         d["costed_us"] = us
         d["flops"] = flops
         d["bytes"] = nbytes
-        d["flops_per_call"] = flops / n if flops is not None and n else None
-        d["bytes_per_call"] = nbytes / n if nbytes is not None and n else None
-        d["intensity"] = None if flops is None or not nbytes else flops / nbytes
+        d["flops_per_call"], d["bytes_per_call"], d["intensity"] = _per_call(flops, nbytes, n)
         d["achieved_flops"] = None if flops is None or us <= 0 else flops / (us * 1e-6)
         d["achieved_bandwidth"] = None if nbytes is None or us <= 0 else nbytes / (us * 1e-6)
         d["compute_us"] = compute
@@ -501,13 +506,8 @@ def annotate(report_dict: dict[str, Any], rl: Roofline) -> None:
     # per shape row: (flops per call, bytes per call, intensity, bound), finite or None
     by_shape: dict[tuple[str, str | None, str | None], tuple[Any, ...]] = {}
     for r in rl.op_shapes:
-        flops, nbytes, n = r.flops, r.bytes, r.costed_calls
-        by_shape[(r.name, r.input_dims, r.input_types)] = (
-            _finite(flops / n) if flops is not None and n else None,
-            _finite(nbytes / n) if nbytes is not None and n else None,
-            None if flops is None or not nbytes else _finite(flops / nbytes),
-            r.bound,
-        )
+        per_call = _per_call(r.flops, r.bytes, r.costed_calls)
+        by_shape[(r.name, r.input_dims, r.input_types)] = (*map(_finite, per_call), r.bound)
     none = (None, None, None, None)
     for op in report_dict.get("op_shapes", []):
         got = by_shape.get((op.get("name", ""), op.get("input_dims"), op.get("input_types")), none)
