@@ -94,14 +94,11 @@ def _host_comm(name: str) -> bool:
     return HOST_COMM.search(name) is not None
 
 
-_DATA_LOADING = tuple(w.lower() for w in DATA_LOADING)
-
-
 def _data_loading(name: str) -> bool:
     """Whether a host op's name marks data loading, in any case (``DataLoader``, a
     ``record_function("dataloader")``, a ``.../dataloader.py(...)`` frame)."""
     low = name.lower()
-    return any(w in low for w in _DATA_LOADING)
+    return any(w in low for w in DATA_LOADING)
 
 
 def build(
