@@ -18,10 +18,12 @@ import numpy as np
 import orjson
 
 from opscope.analysis import clocks, job
+from opscope.analysis.beside import beside
 from opscope.analysis.collective_match import match_collectives, stragglers
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.critical import section as critical
 from opscope.analysis.critical.job import job_paths
+from opscope.analysis.critical.model import Graph
 from opscope.analysis.critical.path import plain
 from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
@@ -395,6 +397,42 @@ def rank_meta(meta: TraceMeta, i: int, rank: int) -> TraceMeta:
     )
 
 
+def _rank_tables(
+    trace: Trace,
+    steps: tuple[int, int] | None,
+    collectives: list[dict[str, Any]],
+    *,
+    roofline: bool,
+    peaks: str | Path | dict[str, Any] | None,
+) -> Report:
+    """A rank's report with its tables (and roofline), before findings and the path."""
+    events = select_window(trace.events, steps) if steps is not None else None
+    report = Report(
+        trace=trace,
+        ops=op_table(trace, steps),
+        kernels=kernel_table(trace, steps),
+        timeline=timeline_summary(trace, events),
+        steps=step_stats(trace),
+        window_steps=steps,
+        collectives=collectives,
+    )
+    if roofline:
+        report.roofline = roofline_of_report(report, overrides=peaks)
+    return report
+
+
+def _context(report: Report, trace: Trace) -> Context:
+    """The findings' context of a rank's report."""
+    return Context(
+        trace=trace,
+        op_table=report.ops,
+        timeline=report.timeline,
+        steps=report.steps,
+        window_steps=report.window_steps,
+        run_info=report.run_info,
+    )
+
+
 def _analyze_rank(
     trace: Trace,
     *,
@@ -404,37 +442,26 @@ def _analyze_rank(
     peaks: str | Path | dict[str, Any] | None,
     run_info: dict[str, Any] | None,
 ) -> Report:
-    events = select_window(trace.events, steps) if steps is not None else None
-    report = Report(
-        trace=trace,
-        ops=op_table(trace, steps),
-        kernels=kernel_table(trace, steps),
-        timeline=timeline_summary(trace, events),
-        steps=step_stats(trace),
-        window_steps=steps,
-        collectives=collective_records(trace, steps),
-    )
-    report.run_info = run_info
-    if roofline:
-        report.roofline = roofline_of_report(report, overrides=peaks)
-    if findings:
-        ctx = Context(
-            trace=trace,
-            op_table=report.ops,
-            timeline=report.timeline,
-            steps=report.steps,
-            window_steps=steps,
-            run_info=report.run_info,
-        )
-        report.findings = [f.to_dict() for f in run_rules(ctx)]
-    if report.timeline.comm_us > 0 or report.collectives:
-        section = distributed_section([rank_report(report)])
-        report.extra["distributed"] = section
-        extra = comm_bandwidth(section, report.timeline.wall_us, report.collectives)
-        if extra and findings:
-            report.findings = rerank([*report.findings, *extra])
-    graph = critical.rank_graph(trace, steps, report.collectives)
-    report.extra["critical_path"] = critical.section(trace, graph)
+    idx = trace.index  # made before the side thread starts: both share this one
+    collectives = collective_records(trace, steps)
+
+    def rank_path() -> tuple[Graph, dict[str, Any]]:
+        graph = critical.rank_graph(trace, steps, collectives)
+        return graph, critical.section(trace, graph)
+
+    # the critical path runs beside the tables and rules where a second core pays
+    with beside(rank_path, idx.n) as path_result:
+        report = _rank_tables(trace, steps, collectives, roofline=roofline, peaks=peaks)
+        report.run_info = run_info
+        if findings:
+            report.findings = [f.to_dict() for f in run_rules(_context(report, trace))]
+        if report.timeline.comm_us > 0 or report.collectives:
+            section = distributed_section([rank_report(report)])
+            report.extra["distributed"] = section
+            extra = comm_bandwidth(section, report.timeline.wall_us, report.collectives)
+            if extra and findings:
+                report.findings = rerank([*report.findings, *extra])
+        graph, report.extra["critical_path"] = path_result()
     if findings and report.findings:
         saved = critical.finding_savings(trace, graph, report.findings)
         for f, s in zip(report.findings, saved, strict=True):

@@ -32,6 +32,7 @@ the one list of the kinds that count as device work.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -75,14 +76,24 @@ class EventIndex:
         self.events = events
         self.n = int(events.num_rows)
         self._memo: dict[str, Any] = {}
+        self._memo_locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
 
     def __len__(self) -> int:
         return self.n
 
     def memo(self, key: str, build: Callable[[], Any]) -> Any:
-        """``build()`` once per index under ``key``: arrays a consumer derives and shares."""
-        if key not in self._memo:
-            self._memo[key] = build()
+        """``build()`` once per index under ``key``: arrays a consumer derives and shares.
+
+        Threads asking for one key at once wait for the first one's build (the report's
+        critical path runs on a thread of its own: :mod:`opscope.analysis.beside`)."""
+        if key in self._memo:
+            return self._memo[key]
+        with self._guard:
+            lock = self._memo_locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._memo:
+                self._memo[key] = build()
         return self._memo[key]
 
     # -- ids and rows ------------------------------------------------------------------------

@@ -1,0 +1,166 @@
+"""The critical path beside the rest of a rank's analysis (opscope.analysis.beside): where it
+runs, what it returns and raises, and that a report is the same with or without the thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+from test_findings_kit import Doc, shared
+
+from opscope.analysis import beside as B
+from opscope.analysis.report import analyze
+from opscope.trace import Trace
+from opscope.trace.index import EventIndex
+
+
+def _where() -> str:
+    return threading.current_thread().name
+
+
+def test_small_traces_run_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(B.ENV, raising=False)
+    with B.beside(_where, B.MIN_EVENTS - 1) as result:
+        assert result is _where  # nothing started: the block runs it where it asks
+        assert result() == threading.current_thread().name
+
+
+def test_large_traces_run_on_a_second_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(B.ENV, raising=False)
+    monkeypatch.setattr(B, "_cpus", lambda: 2)
+    with B.beside(_where, B.MIN_EVENTS) as result:
+        name = result()
+    assert name.startswith("opscope-analysis") and name != threading.current_thread().name
+
+
+@pytest.mark.parametrize(
+    ("setting", "cpus", "allowed"),
+    [
+        ("1", 4, False),
+        ("0", 4, False),
+        ("2", 4, True),
+        ("", 1, False),
+        ("", 2, True),
+        ("many", 2, True),
+    ],
+)
+def test_threads_allowed(
+    monkeypatch: pytest.MonkeyPatch, setting: str, cpus: int, allowed: bool
+) -> None:
+    monkeypatch.setenv(B.ENV, setting)
+    monkeypatch.setattr(B, "_cpus", lambda: cpus)
+    assert B.threads_allowed() is allowed
+
+
+def test_the_side_error_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(B, "_cpus", lambda: 2)
+    monkeypatch.delenv(B.ENV, raising=False)
+
+    def fails() -> int:
+        raise ValueError("side failed")
+
+    with pytest.raises(ValueError, match="side failed"), B.beside(fails, 10**9) as result:
+        result()
+
+
+def test_a_memo_is_built_once_for_threads_asking_together() -> None:
+    import pyarrow as pa
+
+    idx = EventIndex(pa.table({"id": [1, 2]}))
+    built: list[int] = []
+    start = threading.Barrier(4)
+
+    def build() -> int:
+        built.append(1)
+        time.sleep(0.05)  # the others ask while this one builds
+        return 42
+
+    got: list[int] = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(idx.memo("k", build))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert got == [42] * 4 and built == [1]
+
+
+def _busy_trace() -> Trace:
+    """Steps of ops that launch kernels, with a sync and a copy: every part has work."""
+    d = Doc()
+    t = 0.0
+    for step in range(4):
+        d.step(step, t, 900)
+        for i in range(6):
+            d.op(
+                "aten::mul",
+                t + 10 + i * 100,
+                60,
+                Input_Dims=[[64, 64], [64, 64]],
+                Input_type=["float", "float"],
+            )
+            d.launch(t + 20 + i * 100, 10, f"mul_kernel_{i % 2}", t + 40 + i * 100, 70)
+        d.op("aten::copy_", t + 700, 50)
+        d.launch(
+            t + 705,
+            5,
+            "Memcpy HtoD (Pageable -> Device)",
+            t + 720,
+            30,
+            cat="gpu_memcpy",
+            runtime="cudaMemcpyAsync",
+        )
+        d.runtime("cudaDeviceSynchronize", t + 800, 80)
+        t += 1000
+    return d.trace()
+
+
+def _report(trace: Trace) -> bytes:
+    doc = analyze(trace).to_dict()
+    doc.pop("id", None)
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS, default=str)
+
+
+def test_a_report_is_the_same_with_the_side_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(B, "_cpus", lambda: 2)
+    monkeypatch.setattr(B, "MIN_EVENTS", 0)
+    seen: list[str] = []
+    real = B.beside
+
+    def watched(fn: Callable[[], Any], n_events: int) -> Any:
+        def on_thread() -> Any:
+            seen.append(_where())
+            return fn()
+
+        return real(on_thread, n_events)
+
+    monkeypatch.setattr("opscope.analysis.report.beside", watched)
+    monkeypatch.setenv(B.ENV, "1")
+    serial = _report(_busy_trace())
+    monkeypatch.delenv(B.ENV)
+    threaded = _report(_busy_trace())
+    assert seen[0] == threading.current_thread().name
+    assert seen[1].startswith("opscope-analysis")
+    assert b'"critical_path"' in threaded and b'"findings"' in threaded
+    assert threaded == serial
+
+
+def test_a_shared_trace_reports_the_same_with_the_side_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trace = shared("cuda/diff_pair/test_v100.json.gz")
+    assert len(trace) >= B.MIN_EVENTS
+    monkeypatch.setattr(B, "_cpus", lambda: 2)
+    monkeypatch.setenv(B.ENV, "1")
+    serial = _report(trace)
+    monkeypatch.delenv(B.ENV)
+    threaded = _report(shared("cuda/diff_pair/test_v100.json.gz"))
+    assert threaded == serial
