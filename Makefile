@@ -17,7 +17,7 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml setup.py constraints.txt src/opscope/trace/_scan.c src/opscope/trace/_args.c src/opscope/analysis/critical/_longest.c src/opscope/analysis/critical/_pieces.c
+$(VENV)/.installed: $(BIN)/python pyproject.toml setup.py constraints.txt src/opscope/trace/_scan.c src/opscope/trace/_args.c src/opscope/analysis/critical/_longest.c src/opscope/analysis/critical/_chains.c src/opscope/analysis/critical/_pieces.c
 	$(PIP_INSTALL) -e ".[torch]"
 	@touch $@
 

@@ -1,6 +1,7 @@
 """Build of the optional C extensions (``opscope.trace._scan``: the event scanner;
 ``opscope.trace._args``: values cut out of ``args`` texts; ``opscope.analysis.critical._longest``:
-longest paths for the critical path; ``opscope.analysis.critical._pieces``: its segments as JSON); everything else is in pyproject.toml.
+longest paths for the critical path; ``opscope.analysis.critical._chains``: its host threads'
+edges; ``opscope.analysis.critical._pieces``: its segments as JSON); everything else is in pyproject.toml.
 
 The extension is optional: where no C compiler is found the install goes on without it and
 ingestion uses the msgspec decoder (``opscope.trace.native.AVAILABLE`` says which).
@@ -30,6 +31,12 @@ setup(
         Extension(
             "opscope.analysis.critical._longest",
             ["src/opscope/analysis/critical/_longest.c"],
+            extra_compile_args=ARGS,
+            optional=True,
+        ),
+        Extension(
+            "opscope.analysis.critical._chains",
+            ["src/opscope/analysis/critical/_chains.c"],
             extra_compile_args=ARGS,
             optional=True,
         ),

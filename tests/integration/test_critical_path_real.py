@@ -179,3 +179,31 @@ def test_the_job_segments_json_is_the_plain_list(slow_job: Path) -> None:
     assert out["top"] == plain["top"]
     pos = np.asarray([len(plain["segments"]) - 1, 0])
     assert lazy["segments"].take(pos) == [plain["segments"][-1], plain["segments"][0]]
+
+
+def test_the_host_chains_c_pass_and_numpy_agree_on_the_gloo_job(
+    slow_job: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Here the threads wait for gloo's collectives: the resumed-edge rule is reached."""
+    from opscope.analysis.collectives import collective_records
+    from opscope.analysis.critical import host
+    from opscope.analysis.critical.model import RESUME
+    from opscope.analysis.critical.section import rank_graph
+    from opscope.analysis.report import rank_traces
+    from opscope.trace import load
+
+    if host._native is None:
+        pytest.skip("built without a C compiler")
+    graphs = {}
+    for use_native in (True, False):
+        monkeypatch.setattr(host, "_use_native", use_native)
+        for t in rank_traces(load(slow_job, cache=False)):  # fresh: graphs are kept per index
+            g = rank_graph(t, None, collective_records(t))
+            graphs[use_native, int(t.meta.ranks[0])] = g
+    resumed = 0
+    for rank in range(WORLD):
+        a, b = graphs[True, rank], graphs[False, rank]
+        for f in ("src", "dst", "weight", "label", "edge_row", "kind"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), (rank, f)
+        resumed += int((a.kind == RESUME).sum())
+    assert resumed > 0

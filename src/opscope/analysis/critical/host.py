@@ -4,6 +4,7 @@ hand-offs and a CPU backend's collectives (see :mod:`opscope.analysis.critical.g
 from __future__ import annotations
 
 import itertools
+from types import ModuleType
 
 import numpy as np
 
@@ -22,6 +23,18 @@ from opscope.analysis.critical.model import (
 )
 from opscope.trace.arrays import unique_ints
 from opscope.trace.index import EventIndex
+
+_native: ModuleType | None
+try:
+    from opscope.analysis.critical import _chains as _native
+except ImportError:  # built without a C compiler: the NumPy twin
+    _native = None
+_use_native = True  # tests set it False to hold the two against each other
+
+# per row: parent, awaited end, resumed after, and the (blocking, host_comm, data) marks
+RowArrays = tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]
+# edges as Edges.add takes them: src, dst, weight, (label, attributed row, kind)
+ChainEdges = tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def host_parent(idx: EventIndex, host: np.ndarray) -> np.ndarray:
@@ -58,8 +71,6 @@ def host_chains(
 ) -> None:
     """Each host thread's start/end nodes in call order, joined one to the next."""
     idx, hrows = bd.idx, bd.hrows
-    start_node, end_node, edges = bd.start_node, bd.end_node, bd.edges
-    blocking, host_comm, data = marks
     if not len(hrows):
         return
     host = np.zeros(idx.n, dtype=bool)
@@ -73,14 +84,36 @@ def host_chains(
         p = parent[p]
         keep = p >= 0
         act, p = act[keep], p[keep]
+    t = np.concatenate([idx.start[hrows], idx.end[hrows]])  # the starts, then the ends
+    order = call_order(hrows, t, depth[hrows], idx.thread[hrows])
+    rows = (parent, awaited_end, resume_after, marks)
+    if _native is not None and _use_native:
+        bd.edges.add(*_chain_edges_native(_native, bd, order, rows))
+    else:
+        bd.edges.add(*_chain_edges_numpy(bd, order, t, rows))
+    handoffs(bd, parent)
+
+
+def _chain_edges_numpy(
+    bd: Build,
+    order: np.ndarray,
+    t: np.ndarray,
+    rows: RowArrays,
+) -> ChainEdges:
+    """The chain edges (src, dst, weight, (label, attributed, kind)) of :func:`host_chains`
+    in NumPy, the rules the C pass (``_chains.c``) follows, for machines without it.
+    ``order`` and ``t``: the host rows' starts then ends, in call order (:func:`call_order`)
+    and their times; ``rows``: per row, the parent, the end of the device work a blocking
+    call awaited, the time a CPU collective resumed the thread, and the (blocking,
+    host_comm, data) marks."""
+    idx, hrows, start_node, end_node = bd.idx, bd.hrows, bd.start_node, bd.end_node
+    parent, awaited_end, resume_after, (blocking, host_comm, data) = rows
     thread = idx.thread
     nh = len(hrows)
     # every host row twice: its start, then its end (the second half)
     rows2 = np.concatenate([hrows, hrows])
     is_end = np.zeros(2 * nh, dtype=bool)
     is_end[nh:] = True
-    t = np.concatenate([idx.start[hrows], idx.end[hrows]])
-    order = call_order(hrows, t, depth[hrows], thread[hrows])
     r, e, tt = rows2[order], is_end[order], t[order]
     nodes = np.concatenate([start_node[hrows], end_node[hrows]])[order]
     a = np.flatnonzero(thread[r[1:]] == thread[r[:-1]])
@@ -108,8 +141,35 @@ def host_chains(
     kind = np.full(len(a), THREAD, dtype=np.int8)
     kind[resumed_at] = RESUME
     attributed[top_gap] = -1
-    edges.add(nodes[a], nodes[b], w, (label, attributed, kind))
-    handoffs(bd, parent)
+    return nodes[a], nodes[b], w, (label, attributed, kind)
+
+
+def _chain_edges_native(
+    native: ModuleType, bd: Build, order: np.ndarray, rows: RowArrays
+) -> ChainEdges:
+    """:func:`_chain_edges_numpy` in one C pass (``_chains.c``).  It reads entry ``k`` of the
+    order as node ``order[k]``: the graph numbers a host row's start node by its place in
+    ``hrows`` and its end node ``len(hrows)`` after that (``graph.build``)."""
+    idx = bd.idx
+    parent, awaited_end, resume_after, marks = rows
+    n = max(len(order) - 1, 0)
+    src, dst, w, attributed = (np.empty(n, dtype=np.int64) for _ in range(4))
+    label, kind = np.empty(n, dtype=np.int8), np.empty(n, dtype=np.int8)
+    i64 = [idx.thread, idx.start, idx.end, parent, awaited_end, resume_after]
+    m = native.chains(
+        np.ascontiguousarray(order, dtype=np.int64),
+        np.ascontiguousarray(bd.hrows, dtype=np.int64),
+        tuple(np.ascontiguousarray(a, dtype=np.int64) for a in i64),
+        tuple(np.ascontiguousarray(a, dtype=np.bool_) for a in marks),
+        np.asarray([CPU, DATA, COMM, SYNC, NONE, THREAD, RESUME], dtype=np.int8),
+        src,
+        dst,
+        w,
+        label,
+        attributed,
+        kind,
+    )
+    return src[:m], dst[:m], w[:m], (label[:m], attributed[:m], kind[:m])
 
 
 def handoffs(b: Build, parent: np.ndarray) -> None:
