@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from test_findings_kit import Doc, context, run_rule, shared
 
 from opscope.analysis.findings._view import gaps
@@ -34,7 +35,9 @@ def test_dataloader_workers4_waits_much_less() -> None:
     ]
 
 
-def _doc(gap_us: float) -> Doc:
+def _doc(
+    gap_us: float, loader: str = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+) -> Doc:
     d = Doc()
     d.step(1, 0, 10_000)
     t = 0.0
@@ -44,7 +47,7 @@ def _doc(gap_us: float) -> Doc:
         t += 22
         if i == 9:
             d.op(
-                "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                loader,
                 t,
                 gap_us,
                 cat="user_annotation",
@@ -60,6 +63,19 @@ def test_hand_made_gap_is_attributed_to_the_host() -> None:
     assert 1900 < found[0].time_at_stake_us < 2100
     ev = found[0].evidence[0]
     assert ev.start_ns is not None and ev.end_ns is not None and ev.end_ns > ev.start_ns
+
+
+@pytest.mark.parametrize("loader", ["my_data_loader.fetch", "Batches._next_data"])
+def test_a_loader_named_as_the_critical_path_names_it_gets_the_loader_advice(loader: str) -> None:
+    (f,) = run_rule("idle_gaps", _doc(2000, loader).trace())
+    assert loader in f.title
+    assert f.recommendation.startswith(f"The host spends the gaps in {loader}: load data")
+
+
+def test_other_host_work_gets_the_general_advice() -> None:
+    (f,) = run_rule("idle_gaps", _doc(2000, "my_preprocess").trace())
+    assert "my_preprocess" in f.title
+    assert f.recommendation.startswith("The device waits for the host.")
 
 
 def test_short_gaps_do_not_fire() -> None:

@@ -55,7 +55,10 @@ def test_quiet_on_balanced_ranks(tmp_path: Path) -> None:
     assert _job(tmp_path, [1000]) == []  # one rank
 
 
-def test_a_stragglers_cause_names_the_op_it_spends_longer_in(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "name", ["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "Batches._next_data"]
+)
+def test_a_stragglers_cause_names_the_op_it_spends_longer_in(tmp_path: Path, name: str) -> None:
     from distjobs import nccl_rank_doc
 
     job = tmp_path / "loader-job"
@@ -64,12 +67,11 @@ def test_a_stragglers_cause_names_the_op_it_spends_longer_in(tmp_path: Path) -> 
         doc = nccl_rank_doc(r, 2, n=3, late_rank=1, late_us=400.0)
         if r == 1:  # its data loading takes 400 us before each collective
             for i in range(3):
-                name = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
                 doc["traceEvents"].append(X(name, 550 + 1000 * i, 400, "user_annotation", tid=9))
         (job / f"rank{r}.json").write_text(json.dumps(doc))
     d = analyze(job, roofline=False).to_dict()
     (late,) = d["distributed"]["stragglers"]
     assert late["rank"] == 1
-    assert "DataLoader" in late["cause"] and "data loading" in late["cause"]
+    assert name in late["cause"] and "data loading" in late["cause"]
     straggler = next(f for f in d["findings"] if f["kind"] == "straggler")
     assert "data loading" in straggler["recommendation"]

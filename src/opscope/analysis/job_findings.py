@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from opscope.analysis.findings.base import severity_of
+from opscope.analysis.opsets import is_data_loading
 
 if TYPE_CHECKING:
     from opscope.analysis.job import RankReport
@@ -188,7 +189,7 @@ def _excess_op(rank: int, ranks: Sequence[RankReport]) -> str | None:
     if best is None or excess < 0.05 * float(mine.timeline.wall_us):
         return None
     low = best.lower()
-    if "dataloader" in low or "data_loader" in low:
+    if is_data_loading(best):
         what = "data loading"
     elif "synchronize" in low or "item" in low or "wait" in low:
         what = "a host sync"

@@ -4,6 +4,8 @@ The fusion finding, the dtype finding and the cost model (and the rewrites ``ops
 optimize`` will make) agree on which ops are matrix multiplies, reductions and elementwise
 work.  Names are *base* names: no ``aten::`` namespace, no ``.overload`` suffix, no trailing
 ``_`` of an in-place variant (``aten::add_.Tensor`` is ``add``; ``findings.fusion.base_name``).
+The critical path, the idle-gap finding and the job's straggler notes agree on which host
+ops load data (:func:`is_data_loading`, over full names).
 """
 
 from __future__ import annotations
@@ -36,5 +38,17 @@ ELEMENTWISE = frozenset(
 
 SOFTMAX = frozenset(("softmax", "_softmax"))
 
+# Data-loading host ops: names holding one of these in any case (lower-cased substrings;
+# ``DataLoader``, a ``DataLoaderIter``, ``record_function("dataloader")``, a
+# ``.../dataloader.py(...)`` frame, an iterator's ``_next_data``).  Full op names, not base
+# names.
+DATA_LOADING = ("dataloader", "data_loader", "_next_data")
 
-__all__ = ["ELEMENTWISE", "MATMULS", "REDUCTIONS", "SOFTMAX"]
+
+def is_data_loading(name: str) -> bool:
+    """Whether a host op's name marks data loading (:data:`DATA_LOADING`, in any case)."""
+    low = name.lower()
+    return any(w in low for w in DATA_LOADING)
+
+
+__all__ = ["DATA_LOADING", "ELEMENTWISE", "MATMULS", "REDUCTIONS", "SOFTMAX", "is_data_loading"]

@@ -66,7 +66,6 @@ from opscope.analysis.critical.model import (
     BLOCKING,
     COMM,
     CPU,
-    DATA_LOADING,
     EDGE_KINDS,
     GAP_LIMIT_NS,
     HOST_COMM,
@@ -83,6 +82,7 @@ from opscope.analysis.critical.model import (
     Graph,
     under,
 )
+from opscope.analysis.opsets import is_data_loading
 from opscope.analysis.timeline import drop_pre_window
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
@@ -92,13 +92,6 @@ if TYPE_CHECKING:
 
 def _host_comm(name: str) -> bool:
     return HOST_COMM.search(name) is not None
-
-
-def _data_loading(name: str) -> bool:
-    """Whether a host op's name marks data loading, in any case (``DataLoader``, a
-    ``record_function("dataloader")``, a ``.../dataloader.py(...)`` frame)."""
-    low = name.lower()
-    return any(w in low for w in DATA_LOADING)
 
 
 def build(
@@ -156,7 +149,7 @@ def build(
 
     edges = Edges()
     blocking = names.passing(lambda s: any(b in s.lower() for b in BLOCKING)) & idx.is_runtime
-    data = under(idx, names.passing(_data_loading) & idx.is_framework)
+    data = under(idx, names.passing(is_data_loading) & idx.is_framework)
 
     b = Build(idx, sel, host, work, hrows, drows, start_node, end_node, edges)
     awaited_end, cross, own_copies = sync_edges(b, blocking)

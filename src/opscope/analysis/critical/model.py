@@ -72,9 +72,6 @@ BACK_PRESSURE = 10.0
 BACK_PRESSURE_MIN_NS = 50_000
 # Host calls that block until device work is done (lower-cased substrings).
 BLOCKING = ("synchronize", "kbl_exec_wait")
-# Data-loading ops: names holding one of these in any case (lower-cased substrings; a
-# ``DataLoaderIter`` holds ``dataloader``)
-DATA_LOADING = ("dataloader", "data_loader", "_next_data")
 HOST_COMM = re.compile(r"^gloo:")
 
 

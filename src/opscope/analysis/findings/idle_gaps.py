@@ -42,6 +42,7 @@ from opscope.analysis.findings.base import (
     make_finding,
     share_of_wall,
 )
+from opscope.analysis.opsets import is_data_loading
 from opscope.trace.arrays import unique_ints
 
 MIN_GAP_US = 100.0
@@ -119,7 +120,7 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
         title += " waiting for the host"
         if ranked:
             title += f" (mostly in {ranked[0][0]})"
-            if "dataloader" in ranked[0][0].lower():
+            if is_data_loading(ranked[0][0]):
                 advice = (
                     f"The host spends the gaps in {ranked[0][0]}: load data in background "
                     "workers - DataLoader(num_workers=4 or more, pin_memory=True, "
