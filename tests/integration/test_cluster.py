@@ -268,3 +268,18 @@ def test_rank_files_by_url(cluster: Any, tmp_path: Path) -> None:
     assert glob.to_dict()["source"]["paths"] == urls
     with pytest.raises(opscope.errors.TraceError, match="no such file or folder"):
         opscope.analyze(tmp_path.as_uri() + "/nothing/", cluster=at)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_local_cluster_with_a_worker_per_core_keeps_one_thread_per_rank(workers: int) -> None:
+    """Workers on every core: the critical path does not start a second thread beside each
+    rank's analysis (``analysis.beside``); fewer workers than cores leave it free."""
+    import os
+
+    from opscope.analysis import beside
+    from opscope.analysis.cluster import connect
+
+    with connect(f"local:{workers}") as (client, _name):
+        seen = set(client.run(lambda: os.environ.get(beside.ENV)).values())
+    one_thread = workers >= (os.cpu_count() or 1)
+    assert seen == ({"1"} if one_thread else {None})

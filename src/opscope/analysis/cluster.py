@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opscope.analysis import beside
 from opscope.errors import OpscopeError, TraceError
 
 SCHEDULER_ENV = "OPSCOPE_DASK_SCHEDULER"
@@ -115,9 +116,14 @@ def connect(cluster: Any, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[tupl
     if spec.address is None:
         import logging
 
+        cpus = os.cpu_count() or 1
+        n_workers = spec.workers or max(1, cpus)
         local = distributed.LocalCluster(
-            n_workers=spec.workers or max(1, os.cpu_count() or 1),
+            n_workers=n_workers,
             threads_per_worker=1,
+            # a worker on each core already: a rank's critical path stays on the worker's
+            # thread rather than start a second one beside it (analysis.beside)
+            env={beside.ENV: "1"} if n_workers >= cpus else {},
             processes=True,
             dashboard_address=None,
             silence_logs=logging.ERROR,
