@@ -283,3 +283,27 @@ def test_a_local_cluster_with_a_worker_per_core_keeps_one_thread_per_rank(worker
         seen = set(client.run(lambda: os.environ.get(beside.ENV)).values())
     one_thread = workers >= (os.cpu_count() or 1)
     assert seen == ({"1"} if one_thread else {None})
+
+
+def test_a_local_cluster_does_not_contend_for_dasks_default_port() -> None:
+    """With 8787 taken (a notebook's cluster), ``--cluster local`` neither warns nor moves
+    there: its scheduler's HTTP routes take a free port on 127.0.0.1."""
+    import socket
+    import warnings
+
+    from opscope.analysis.cluster import connect
+
+    holder = socket.socket()
+    try:
+        holder.bind(("127.0.0.1", 8787))
+        holder.listen()
+    except OSError:
+        pass  # taken already: the case under test
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with connect("local:1") as (client, _name):
+                assert client.submit(sum, [1, 2]).result(timeout=60) == 3
+        assert not [w for w in caught if "8787" in str(w.message)]
+    finally:
+        holder.close()

@@ -126,6 +126,9 @@ def connect(cluster: Any, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[tupl
             env={beside.ENV: "1"} if n_workers >= cpus else {},
             processes=True,
             dashboard_address=None,
+            # the scheduler's HTTP routes on a free local port, not Dask's default 8787 (which
+            # a notebook's cluster often holds: Dask then warns and moves)
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             silence_logs=logging.ERROR,
         )
         try:
