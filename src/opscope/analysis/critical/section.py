@@ -99,8 +99,58 @@ def _wall(graph: Graph, path: Path) -> int:
 
 
 def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
-    """The profiler step of each node's event (-1 none)."""
-    return np.asarray(idx.step[graph.row], dtype=np.int64)
+    """The profiler step each node lies in (-1 none): by time, within the span of its rank's
+    step marker (``ProfilerStep#N``), so that a step's own path is what bounded that span
+    and accounts for its wall: device work that a step launched but that ran while the next
+    step was on the host lies in the next step.  A node at the boundary of two steps lies in
+    the step it ends (an end node) or begins (a start node).  Where a rank's step markers
+    overlap (several threads or processes stepping at once), each node lies in its event's
+    step, as the event table has it."""
+    out: np.ndarray = np.asarray(idx.step[graph.row], dtype=np.int64).copy()
+    marks = np.flatnonzero(idx.kind.eq("step") & idx.is_framework & (idx.dur > 0))
+    if not len(marks) or not graph.n_nodes:
+        return out
+    node_rank = idx.rank[graph.row]
+    t, role = graph.time, graph.role
+    for rank in unique_ints(idx.rank[marks]).tolist():
+        m = marks[idx.rank[marks] == rank]
+        m = m[np.argsort(idx.start[m], kind="stable")]
+        s0, s1, num = idx.start[m], idx.end[m], idx.step[m].astype(np.int64)
+        if len(m) > 1 and bool((s0[1:] < s1[:-1]).any()):
+            continue  # overlapping markers: by event
+        nodes = np.flatnonzero(node_rank == rank)
+        tn = t[nodes]
+        ends = role[nodes] == 1
+        k = np.where(
+            ends,
+            np.searchsorted(s0, tn, side="left") - 1,
+            np.searchsorted(s0, tn, side="right") - 1,
+        )
+        ok = k >= 0
+        kk = np.maximum(k, 0)
+        ok &= np.where(ends, tn <= s1[kk], tn < s1[kk])
+        out[nodes] = np.where(ok, num[kk], -1)
+    return out
+
+
+def step_walls(idx: EventIndex) -> dict[int, int]:
+    """Each profiler step's wall (ns): its step marker's span, the report's
+    ``steps[].wall_us`` (the longest where a step has several markers)."""
+    marks = np.flatnonzero(idx.kind.eq("step") & idx.is_framework)
+    out: dict[int, int] = {}
+    for num, d in zip(idx.step[marks].tolist(), idx.dur[marks].tolist(), strict=True):
+        if num >= 0:
+            out[int(num)] = max(out.get(int(num), 0), int(d))
+    return out
+
+
+def explained_share(by_label: Mapping[str, int], wall_ns: int) -> float | None:
+    """The share of a wall that the path explains with traced work: its length less its
+    ``untraced`` time, over the wall (None without a wall)."""
+    if wall_ns <= 0:
+        return None
+    traced = sum(v for k, v in by_label.items() if k != "untraced")
+    return round(min(1.0, traced / wall_ns), 4)
 
 
 def _notes(graph: Graph, path: Path) -> list[str]:
@@ -134,12 +184,14 @@ def section(
     parts = pieces(graph, path, weight)
     segs = Segments(parts, idx)
     per_step = step_paths(graph, node_steps(idx, graph), weight)
+    walls = step_walls(idx)
     steps = [
         {
             "step": s,
             "rank": graph.rank,
             "length_us": _us(p.length_ns),
-            "wall_us": _us(_wall(graph, p)),
+            "wall_us": _us(walls.get(s, _wall(graph, p))),
+            "explained_share": explained_share(p.by_label, walls.get(s, _wall(graph, p))),
             "bound_by_us": bound_by_us(p.by_label),
         }
         for s, p in sorted(per_step.items())
@@ -149,6 +201,7 @@ def section(
         "rank": graph.rank,
         "length_us": _us(path.length_ns),
         "wall_us": _us(_wall(graph, path)),
+        "explained_share": explained_share(path.by_label, _wall(graph, path)),
         "bound_by_us": bound_by_us(path.by_label),
         "steps": steps,
         "segments": segs,
