@@ -22,7 +22,14 @@ from opscope.analysis.critical.contract import ANY, NLAB, Contracted, Contractio
 from opscope.analysis.critical.graph import LABELS, Graph
 from opscope.analysis.critical.longest import longest_paths, paths_to
 from opscope.analysis.critical.path import Segments, longest_edges, longest_per_step
-from opscope.analysis.critical.section import METHOD, TOP, _us, bound_by_us, projection_answer
+from opscope.analysis.critical.section import (
+    METHOD,
+    TOP,
+    _us,
+    bound_by_us,
+    no_longer,
+    projection_answer,
+)
 from opscope.trace.arrays import unique_ints
 
 
@@ -312,14 +319,24 @@ def job_projection(
     before = sorted(base, key=lambda s: s.rank)
     after = sorted(new, key=lambda s: s.rank)
     b_whole, n_whole = _joined(before, members, steps=False), _joined(after, members, steps=False)
+    spec, changes = what
     b, n = _solve(b_whole), _solve(n_whole)
+    graph_of_n = n_whole
+    if no_longer(b, n, changes) is b:
+        n, graph_of_n = b, b_whole
     b_steps = _step_paths(_joined(before, members, steps=True))
     n_steps = _step_paths(_joined(after, members, steps=True))
-    spec, changes = what
+    n_steps = {
+        k: no_longer(b_steps[k], p, changes) if k in b_steps else p for k, p in n_steps.items()
+    }
     answer = projection_answer(
-        spec, changes, paths=(b, n), steps=(b_steps, n_steps), by_label=_labels(n_whole, n.edges)
+        spec,
+        changes,
+        paths=(b, n),
+        steps=(b_steps, n_steps),
+        by_label=_labels(graph_of_n, n.edges),
     )
-    answer["by_rank_us"] = _by_rank(n_whole, n.edges)
+    answer["by_rank_us"] = _by_rank(graph_of_n, n.edges)
     return answer
 
 
