@@ -48,7 +48,12 @@ def _critical_path(data: dict[str, Any], top: int) -> list[str]:
     out = [
         title,
         "",
-        f"{us(cp['length_us'])} of {us(cp.get('wall_us'))} wall.",
+        f"{us(cp['length_us'])} of {us(cp.get('wall_us'))} wall"
+        + (
+            f", {100 * float(cp['explained_share']):.0f}% of it explained by traced work."
+            if cp.get("explained_share") is not None
+            else "."
+        ),
         "",
         "| bound by | time | share |",
         "|---|---:|---:|",
