@@ -19,7 +19,7 @@ See docs/cuda-graphs.md.
 
 from __future__ import annotations
 
-from opscope.trace.graphs.merge import attribute
+from opscope.trace.graphs.merge import attribute, with_captures
 from opscope.trace.graphs.records import GraphAttribution
 from opscope.trace.graphs.replays import Replay, find_replays
 from opscope.trace.graphs.sources import capture_paths, default_capture_folder
@@ -31,4 +31,5 @@ __all__ = [
     "capture_paths",
     "default_capture_folder",
     "find_replays",
+    "with_captures",
 ]

@@ -432,13 +432,37 @@ def _nullable(values: np.ndarray, typ: pa.DataType) -> pa.Array:
     return pa.array(values, typ, mask=mask if mask.any() else None)
 
 
-def capture_files_of(trace_path: str | Path) -> list[CaptureFile]:
-    """The capture files found beside a trace (``capture_traces/``), none when there is no
-    such folder."""
+def with_captures(
+    trace: Trace,
+    trace_path: str | Path | None,
+    graph_capture: str | Path | bool | None = None,
+    *,
+    cache: bool = True,
+) -> Trace:
+    """``trace`` attributed as ``graph_capture`` asks: a capture trace or folder (a path),
+    ``False`` for none, ``None`` (the default) for the ``capture_traces/`` folder beside
+    ``trace_path`` when there is one and the captures recorded in the trace itself.  A trace of
+    several ranks is attributed only when asked, and then refused (one rank at a time)."""
+    from opscope.errors import UsageError
     from opscope.trace.graphs.sources import capture_paths, default_capture_folder
 
-    folder = default_capture_folder(trace_path)
-    return capture_paths(folder) if folder is not None else []
+    if graph_capture is False:
+        return trace
+    if len(set(trace.meta.ranks)) > 1:
+        if graph_capture is None or graph_capture is True:
+            return trace
+        raise UsageError(
+            f"--graph-capture {graph_capture}: the trace holds {len(set(trace.meta.ranks))} "
+            "ranks; attribute one rank at a time (--rank N)"
+        )
+    if graph_capture is None or graph_capture is True:
+        folder = default_capture_folder(trace_path) if trace_path is not None else None
+        files = capture_paths(folder) if folder is not None else []
+    else:
+        files = capture_paths(graph_capture)
+    if not files and not find_replays(trace.index):
+        return trace
+    return attribute(trace, files, cache=cache)
 
 
-__all__ = ["GraphAttribution", "attribute", "batch_hint", "capture_files_of"]
+__all__ = ["GraphAttribution", "attribute", "batch_hint", "with_captures"]
