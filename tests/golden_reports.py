@@ -40,7 +40,9 @@ IGNORED_KEYS = frozenset({"event_ids", "event_id", "first_event_id", "ids"})
 # top-level sections the rework added on purpose (nothing the goldens hold may change)
 NEW_SECTIONS = frozenset({"neuron", "distributed", "critical_path"})
 # finding rules added since: their findings are left out (the others renumbered) before comparing
-NEW_FINDING_KINDS = frozenset({"comm_exposed", "comm_bandwidth"})
+NEW_FINDING_KINDS = frozenset(
+    {"comm_exposed", "comm_bandwidth", "graph_host_gaps", "graph_input_copies", "graph_recapture"}
+)
 # keys added since to each finding (the critical path's bound on what its fix saves)
 NEW_FINDING_KEYS = frozenset({"step_savings_us"})
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
