@@ -161,3 +161,16 @@ def test_documents_validate_and_round_trip(capture: bool) -> None:
     check_document(rr.to_dict(), "rank_report")
     back = RankReport.from_dict(rr.to_dict()).to_dict()
     assert back["ops"] == rr.to_dict()["ops"] and back["kernels"] == rr.to_dict()["kernels"]
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_timeline_equals_tracelens_gpu_timeline(pair: str) -> None:
+    """The merge moves no device event: busy, idle and the span are TraceLens's."""
+    folder = _pair(pair)
+    s = merged_report(folder)["summary"]
+    with (folder / "tracelens_reference" / "gpu_timeline.csv").open() as f:
+        ref = {r["type"]: float(r["time ms"]) * 1e3 for r in csv.DictReader(f)}
+    assert s["device_busy_us"] == pytest.approx(ref["busy_time"], rel=0.01)
+    assert s["device_idle_us"] == pytest.approx(ref["idle_time"], rel=0.01)
+    assert s["device_span_us"] == pytest.approx(ref["total_time"], rel=0.01)
+    assert s["memcpy_us"] == pytest.approx(ref["total_memcpy_time"], rel=0.01)
