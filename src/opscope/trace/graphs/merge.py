@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -246,6 +246,32 @@ def _same(trace: Trace, events: pa.Table) -> Trace:
     return out
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What one (capture, pairing) adds to a replay: the captured ops to copy (indices among
+    the capture's ops, in order), each one's parent among them (-1: the launch's parent), and
+    for each replay node the position of its op's copy (-1: none)."""
+
+    ops: np.ndarray
+    parent: np.ndarray
+    node_copy: np.ndarray
+
+
+def _plan(cap: Capture, local: np.ndarray) -> _Plan:
+    needed: set[int] = set()
+    for a in set(local[local >= 0].tolist()):
+        needed.update(cap.chain(a))
+    order = sorted(needed)
+    at = {op: i for i, op in enumerate(order)}
+    parent = [at[cap.ops[op].parent] if cap.ops[op].parent >= 0 else -1 for op in order]
+    node_copy = np.array([at[a] if a >= 0 else -1 for a in local.tolist()], dtype=np.int64)
+    return _Plan(
+        ops=np.asarray(order, dtype=np.int64),
+        parent=np.asarray(parent, dtype=np.int64),
+        node_copy=node_copy,
+    )
+
+
 def _merged(
     trace: Trace,
     replays: list[Replay],
@@ -259,23 +285,30 @@ def _merged(
     for c in captures:
         base_of.append(len(ops))
         ops.extend(c.ops)
-    copy_replay: list[int] = []
-    copy_op: list[int] = []
-    copy_parent: list[int] = []  # position among the copies, or -1: the launch's parent
     op_col = ints(trace.events.column("op_id")).copy()
     ids = index.ids
     first_id = int(ids.max()) + 1 if len(ids) else 0
+    parts_launch: list[np.ndarray] = []
+    parts_op: list[np.ndarray] = []
+    parts_parent: list[np.ndarray] = []
     work_rows: list[np.ndarray] = []
     work_copy: list[np.ndarray] = []
     matched = unmatched = without_op = 0
     by_method = {"graph_node_ids": 0, "kernel_sequence": 0}
     pairings: dict[str, int] = {}
-    for r, (replay, ci) in enumerate(zip(replays, chosen, strict=True)):
+    plans: dict[tuple[int, bytes], _Plan] = {}
+    pairs: dict[tuple[int, tuple[str, ...], tuple[Any, ...], bytes], tuple[list[int], str]] = {}
+    copies = 0
+    for replay, ci in zip(replays, chosen, strict=True):
         if ci < 0:
             unmatched += len(replay.work)
             continue
         cap = captures[ci]
-        pairing, how = align.pair(_nodes(replay), _calls(cap), replay.streams.tolist())
+        pkey = (ci, replay.kinds, replay.names, replay.streams.tobytes())
+        got = pairs.get(pkey)
+        if got is None:
+            got = pairs[pkey] = align.pair(_nodes(replay), _calls(cap), replay.streams.tolist())
+        pairing, how = got
         pairings[how] = pairings.get(how, 0) + 1
         pos = np.asarray(pairing, dtype=np.int64)
         ok = pos >= 0
@@ -283,24 +316,22 @@ def _merged(
         matched += n_ok
         unmatched += len(pos) - n_ok
         by_method["graph_node_ids" if replay.node_ids is not None else "kernel_sequence"] += n_ok
-        local = cap.launch_op[np.maximum(pos, 0)]
-        local = np.where(ok, local, -1)
+        local = np.where(ok, cap.launch_op[np.maximum(pos, 0)], -1)
         without_op += int((ok & (local < 0)).sum())
-        needed: set[int] = set()
-        for a in set(local[local >= 0].tolist()):
-            needed.update(cap.chain(a))
-        if not needed:
+        key = (ci, local.tobytes())
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = _plan(cap, local)
+        k = len(plan.ops)
+        if not k:
             continue
-        order = sorted(needed)
-        at = {op: len(copy_op) + i for i, op in enumerate(order)}
-        for op in order:
-            parent = cap.ops[op].parent
-            copy_replay.append(r)
-            copy_op.append(base_of[ci] + op)
-            copy_parent.append(at[parent] if parent >= 0 else -1)
-        has = local >= 0
+        parts_launch.append(np.full(k, replay.launch, dtype=np.int64))
+        parts_op.append(plan.ops + base_of[ci])
+        parts_parent.append(np.where(plan.parent >= 0, plan.parent + copies, -1))
+        has = plan.node_copy >= 0
         work_rows.append(replay.work[has])
-        work_copy.append(np.array([at[a] for a in local[has].tolist()], dtype=np.int64))
+        work_copy.append(plan.node_copy[has] + copies)
+        copies += k
     method = max(by_method, key=lambda m: (by_method[m], m == "kernel_sequence"))
     info = GraphAttribution(
         files=files,
@@ -321,23 +352,23 @@ def _merged(
             f"{unmatched} replayed device executions are not paired with a captured launch: "
             "they stay on the op of their graph launch"
         )
-    n = index.n
-    m = len(copy_op)
+    empty = np.zeros(0, dtype=np.int64)
+    launch = np.concatenate(parts_launch) if parts_launch else empty
+    copy_op = np.concatenate(parts_op) if parts_op else empty
+    copy_parent = np.concatenate(parts_parent) if parts_parent else empty
+    n, m = index.n, copies
     new_ids = first_id + np.arange(m, dtype=np.int64)
-    rows = np.arange(n, n + m, dtype=np.int64)
-    info.copy_rows = rows
-    info.copy_op = np.asarray(copy_op, dtype=np.int64)
+    info.copy_rows = np.arange(n, n + m, dtype=np.int64)
+    info.copy_op = copy_op
     if work_rows:
-        wr = np.concatenate(work_rows)
-        wc = np.concatenate(work_copy)
-        op_col[wr] = new_ids[wc]
-    launch = np.asarray([replays[r].launch for r in copy_replay], dtype=np.int64)
+        op_col[np.concatenate(work_rows)] = new_ids[np.concatenate(work_copy)]
     events = _with_copies(
         trace,
         launch=launch,
-        ops=[ops[i] for i in copy_op],
+        ops=ops,
+        copy_op=copy_op,
         new_ids=new_ids,
-        parent=np.asarray(copy_parent, dtype=np.int64),
+        parent=copy_parent,
         op_col=op_col,
     )
     out = _same(trace, events)
@@ -345,31 +376,48 @@ def _merged(
     return out
 
 
-def _dict_column(col: pa.ChunkedArray | pa.Array, extra: Sequence[str | None]) -> pa.Array:
-    """A string or dictionary column with ``extra`` values appended, as one array (a
-    dictionary column keeps its type: the new values join its dictionary)."""
-    arr = col
-    if isinstance(arr, pa.ChunkedArray):
-        if pa.types.is_dictionary(arr.type) and arr.num_chunks > 1:
-            arr = arr.unify_dictionaries()
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+def _one(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A column as one array (a dictionary column's chunks on one dictionary)."""
+    if isinstance(col, pa.ChunkedArray):
+        if pa.types.is_dictionary(col.type) and col.num_chunks > 1:
+            col = col.unify_dictionaries()
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
+
+
+def _appended(
+    col: pa.ChunkedArray | pa.Array, values: Sequence[str | None], which: np.ndarray
+) -> pa.Array:
+    """A string or dictionary column with ``values[which]`` appended: a dictionary column keeps
+    its type, the values that are new joining its dictionary."""
+    arr = _one(col)
     if not pa.types.is_dictionary(arr.type):
-        return pa.concat_arrays([arr, pa.array(list(extra), arr.type)])
-    values = arr.dictionary.to_pylist()
-    at = {v: i for i, v in enumerate(values)}
-    idx: list[int | None] = []
-    for v in extra:
+        return pa.concat_arrays([arr, pa.array(list(values), arr.type).take(pa.array(which))])
+    entries = arr.dictionary.to_pylist()
+    at = {v: i for i, v in enumerate(entries)}
+    code = np.empty(len(values) + 1, dtype=np.int64)
+    for i, v in enumerate(values):
         if v is None:
-            idx.append(None)
+            code[i] = -1
             continue
-        i = at.get(v)
-        if i is None:
-            i = at[v] = len(values)
-            values.append(v)
-        idx.append(i)
-    index_type = arr.type.index_type
-    indices = pa.concat_arrays([arr.indices, pa.array(idx, index_type)])
-    return pa.DictionaryArray.from_arrays(indices, pa.array(values, arr.type.value_type))
+        j = at.get(v)
+        if j is None:
+            j = at[v] = len(entries)
+            entries.append(v)
+        code[i] = j
+    picked = code[which] if len(which) else np.zeros(0, dtype=np.int64)
+    tail = pa.array(picked, arr.type.index_type, mask=picked < 0)
+    indices = pa.concat_arrays([arr.indices, tail])
+    return pa.DictionaryArray.from_arrays(indices, pa.array(entries, arr.type.value_type))
+
+
+def _repeated(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
+    """A column with its own ``rows`` appended (a dictionary column by its indices)."""
+    arr = _one(col)
+    if pa.types.is_dictionary(arr.type):
+        tail = arr.indices.take(pa.array(rows, pa.int64()))
+        return pa.DictionaryArray.from_arrays(pa.concat_arrays([arr.indices, tail]), arr.dictionary)
+    return pa.concat_arrays([arr, arr.take(pa.array(rows, pa.int64()))])
 
 
 def _with_copies(
@@ -377,54 +425,40 @@ def _with_copies(
     *,
     launch: np.ndarray,
     ops: list[CapturedOp],
+    copy_op: np.ndarray,
     new_ids: np.ndarray,
     parent: np.ndarray,
     op_col: np.ndarray,
 ) -> pa.Table:
     ev = trace.events
-    index = trace.index
-    m = len(ops)
+    m = len(copy_op)
     n = ev.num_rows
-
-    def at_launch(name: str) -> list[Any]:
-        return list(ev.column(name).take(pa.array(launch, pa.int64())).to_pylist()) if m else []
-
     parent_id = ints(ev.column("parent_id"))
     launch_parent = parent_id[launch] if m else np.zeros(0, dtype=np.int64)
     copy_parent = np.where(parent >= 0, new_ids[np.maximum(parent, 0)], launch_parent)
-    op_ids = np.concatenate([op_col, new_ids])
     new: dict[str, pa.Array] = {}
     for f in ev.schema:
         name = f.name
         col = ev.column(name)
         if name == "id":
             arr = pa.concat_arrays([_one(col), pa.array(new_ids, f.type)])
-        elif name in ("rank", "start_ns", "step"):
-            vals = index.start[launch].tolist() if name == "start_ns" and m else at_launch(name)
-            arr = pa.concat_arrays([_one(col), pa.array(vals, f.type)])
+        elif name in ("rank", "start_ns", "step", "pid", "tid", "lane"):
+            arr = _repeated(col, launch)
         elif name == "dur_ns":
             arr = pa.concat_arrays([_one(col), pa.array(np.zeros(m, np.int64), f.type)])
-        elif name in ("pid", "tid", "lane"):
-            arr = _dict_column(col, at_launch(name))
         elif name == "source":
-            arr = _dict_column(col, ["framework"] * m)
+            arr = _appended(col, ["framework"], np.zeros(m, dtype=np.int64))
         elif name in ("kind", "cat", "name", "args"):
-            arr = _dict_column(col, [getattr(o, name) for o in ops])
+            arr = _appended(col, [getattr(o, name) for o in ops], copy_op)
         elif name == "parent_id":
             arr = _nullable(np.concatenate([parent_id, copy_parent]), f.type)
         elif name == "op_id":
-            arr = _nullable(op_ids, f.type)
+            arr = _nullable(np.concatenate([op_col, new_ids]), f.type)
         else:  # correlation, external_id, launch_id: none for a copy
             arr = pa.concat_arrays([_one(col), pa.nulls(m, f.type)])
         new[name] = arr
     assert all(len(a) == n + m for a in new.values())
     return pa.Table.from_arrays(list(new.values()), schema=ev.schema)
-
-
-def _one(col: pa.ChunkedArray | pa.Array) -> pa.Array:
-    if isinstance(col, pa.ChunkedArray):
-        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    return col
 
 
 def _nullable(values: np.ndarray, typ: pa.DataType) -> pa.Array:
