@@ -267,3 +267,26 @@ def test_no_replay_and_no_capture_change_nothing(tmp_path: Path) -> None:
     assert got.graph_capture is not None
     assert got.graph_capture.notes == ["no graph launch in the trace"]
     assert len(got) == len(trace)
+
+
+def test_only_the_capture_files_of_the_batch_sizes_run_are_read(tmp_path: Path) -> None:
+    from opscope.trace.graphs.merge import needed_files
+
+    files = []
+    for bs in (8, 16, 32):
+        c = GraphDoc()
+        c.capture(0, [Node(f"op_for_{bs}", f"gemm_{bs}")])
+        files.append(CaptureFile(_write(tmp_path / f"cap_{bs}.json.gz", c.doc()), bs, "FULL"))
+    e = GraphDoc()
+    e.op("execute_10_context_0", 0, 50, cat="user_annotation")
+    e.replay(10, [("gemm_16", 5)])
+    trace = e.trace()
+    assert [f.batch_size for f in needed_files(trace.index, find_replays(trace.index), files)] == [
+        16
+    ]
+    assert kernel_ops(attribute(trace, files)) == {"gemm_16": {"op_for_16"}}
+    # a replay whose graph is not in the file of its size: every file is read after all
+    e2 = GraphDoc()
+    e2.op("execute_10_context_0", 0, 50, cat="user_annotation")
+    e2.replay(10, [("gemm_32", 5)])
+    assert kernel_ops(attribute(e2.trace(), files)) == {"gemm_32": {"op_for_32"}}

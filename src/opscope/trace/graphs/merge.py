@@ -194,6 +194,25 @@ def _read_captures(files: Sequence[CaptureFile], *, cache: bool) -> list[Capture
     return out
 
 
+def needed_files(
+    index: EventIndex, replays: Sequence[Replay], files: Sequence[CaptureFile]
+) -> list[CaptureFile]:
+    """The capture files the replays can have run, by batch size: when every file has one
+    (``execution_details.json``) and every replay says its own, the smallest captured size at
+    least the replay's for each; else every file."""
+    sizes = sorted({f.batch_size for f in files if f.batch_size is not None})
+    if not replays or len(sizes) < 2 or any(f.batch_size is None for f in files):
+        return list(files)
+    want: set[int] = set()
+    for r in replays:
+        hint = batch_hint(index, r.launch)
+        fit = [s for s in sizes if hint is not None and s >= hint]
+        if not fit:
+            return list(files)
+        want.add(fit[0])
+    return [f for f in files if f.batch_size in want]
+
+
 def attribute(
     trace: Trace,
     files: Sequence[CaptureFile] = (),
@@ -204,18 +223,29 @@ def attribute(
 ) -> Trace:
     """``trace`` with its graph replays' work attributed to the captured ops (the module
     docstring); the trace itself when it has no replay or no capture to read.  ``files``:
-    capture traces to read; ``in_trace``: also use captures recorded in ``trace``;
+    capture traces to read (only those of the batch sizes the replays ran at, when
+    ``execution_details.json`` gives the sizes: :func:`needed_files`; all of them when a
+    replay finds no capture there); ``in_trace``: also use captures recorded in ``trace``;
     ``captures``: captures already read (instead of ``files``)."""
     index = trace.index
     replays = find_replays(index)
-    got = list(captures) if captures is not None else _read_captures(files, cache=cache)
     own: list[Capture] = []
     if in_trace:
         own = find_captures(trace, source=", ".join(trace.meta.paths), in_trace=True)
-    everything = [*got, *own]
     names = [str(f.path) for f in files]
     if own:
         names += [c.source for c in own[:1]]
+    if captures is not None:
+        got = list(captures)
+    else:
+        first = needed_files(index, replays, files)
+        got = _read_captures(first, cache=cache)
+        if len(first) < len(files):
+            probe = _Chooser([*got, *own])
+            if any(probe.choose(index, r) < 0 for r in replays):
+                rest = [f for f in files if f not in first]
+                got += _read_captures(rest, cache=cache)
+    everything = [*got, *own]
     if not everything or not replays:
         if not files:
             return trace
@@ -499,4 +529,4 @@ def with_captures(
     return attribute(trace, files, cache=cache)
 
 
-__all__ = ["GraphAttribution", "attribute", "batch_hint", "with_captures"]
+__all__ = ["GraphAttribution", "attribute", "batch_hint", "needed_files", "with_captures"]
