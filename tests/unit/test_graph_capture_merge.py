@@ -290,3 +290,21 @@ def test_only_the_capture_files_of_the_batch_sizes_run_are_read(tmp_path: Path) 
     e2.op("execute_10_context_0", 0, 50, cat="user_annotation")
     e2.replay(10, [("gemm_32", 5)])
     assert kernel_ops(attribute(e2.trace(), files)) == {"gemm_32": {"op_for_32"}}
+
+
+def test_one_graph_id_keeps_its_capture() -> None:
+    """CUDA: captures known by their kinds only, three of one kernel each; a graph replayed
+    twice in an iteration keeps the capture its first replay took (its graph id says it is
+    the same graph), where the order alone would move on to the next one."""
+    cap = GraphDoc(rocm=False)
+    for i in range(3):
+        cap.capture(100 * i, [Node(f"layer{i}", "k")])
+    captures = find_captures(cap.trace(), source="c")
+    e = GraphDoc(rocm=False)
+    e.op("execute_8_context_0", 0, 900, cat="user_annotation")
+    for i, gid in enumerate((1, 1, 2, 3)):
+        e.replay(100 * i + 10, [("k", 1)], graph_id=gid, node_ids=[1])
+    merged = attribute(e.trace(), captures=captures, in_trace=False)
+    assert merged.graph_capture is not None
+    assert merged.graph_capture.replay_capture == [0, 0, 1, 2]
+    assert merged.graph_capture.method == "graph_node_ids"

@@ -116,6 +116,7 @@ class _Chooser:
         self.best: dict[tuple[Any, ...], tuple[list[int], int]] = {}
         self.turn: dict[tuple[Any, ...], int] = {}
         self.root: dict[tuple[Any, ...], int] = {}
+        self.by_graph: dict[int, int] = {}  # graph id -> the capture chosen for it
 
     def candidates(self, replay: Replay) -> list[int]:
         """The captures whose sequence is the replay's, else those pairing most of it."""
@@ -164,6 +165,14 @@ class _Chooser:
         cands = [i for i in cands if not self.captures[i].in_trace]
         if not cands:
             return -1
+        if replay.graph_id is not None and self.by_graph.get(replay.graph_id) in cands:
+            return self.by_graph[replay.graph_id]  # one graph, one capture
+        got = self._pick(index, replay, cands)
+        if replay.graph_id is not None:
+            self.by_graph[replay.graph_id] = got
+        return got
+
+    def _pick(self, index: EventIndex, replay: Replay, cands: list[int]) -> int:
         hint = batch_hint(index, replay.launch)
         sized = [i for i in cands if self.captures[i].batch_size is not None]
         if hint is not None and sized:
