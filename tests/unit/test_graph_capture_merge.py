@@ -308,3 +308,51 @@ def test_one_graph_id_keeps_its_capture() -> None:
     assert merged.graph_capture is not None
     assert merged.graph_capture.replay_capture == [0, 0, 1, 2]
     assert merged.graph_capture.method == "graph_node_ids"
+
+
+def test_the_chain_of_a_replayed_kernel_goes_through_its_captured_op() -> None:
+    from opscope.service import Workspace
+
+    c = GraphDoc()
+    c.capture(0, [Node("aten::mm", "gemm"), Node("aten::add", "add_k")])
+    e = GraphDoc()
+    e.op("execute_8_context_0", 0, 50, cat="user_annotation")
+    e.replay(1, [("gemm", 10), ("add_k", 2)])
+    merged = attribute(e.trace(), captures=find_captures(c.trace(), source="c"))
+    ws = Workspace()
+    ws.add(merged, path="x")
+    idx = merged.index
+    gemm = next(r for r in range(idx.n) if idx.name[r] == "gemm")
+    chain = ws.chain(int(idx.ids[gemm]))
+    assert [h["name"] for h in chain["paths"][0]] == ["aten::mm", "hipGraphLaunch", "gemm"]
+    assert [s["name"] for s in chain["stack"]] == ["execute_8_context_0"]
+    back = ws.chain(int(idx.ids[idx.op[gemm]]))
+    assert [h["name"] for h in back["paths"][0]] == ["aten::mm", "hipGraphLaunch", "gemm"]
+    assert back["device_executions"] == 1 and "graph" in back["note"]
+
+
+def test_the_chain_of_a_captured_op_with_many_kernels_is_capped_and_counts_them_all() -> None:
+    from opscope.analysis.chain import dependency_chain
+    from opscope.service import Workspace
+
+    c = GraphDoc()
+    c.runtime("hipStreamBeginCapture", 0, 1)
+    c.op("aten::linear", 2, 10)
+    c.runtime("hipLaunchKernel", 3, 2, kernel="gemm")
+    c.runtime("hipLaunchKernel", 6, 2, kernel="bias_k")
+    c.runtime("hipStreamEndCapture", 13, 1)
+    c.runtime("hipGraphInstantiate", 15, 3)
+    e = GraphDoc()
+    e.replay(100, [("gemm", 10), ("bias_k", 2)])
+    merged = attribute(e.trace(), captures=find_captures(c.trace(), source="c"))
+    ws = Workspace()
+    ws.add(merged, path="x")
+    idx = merged.index
+    gemm = next(r for r in range(idx.n) if idx.name[r] == "gemm")
+    op_id = int(idx.ids[idx.op[gemm]])
+    full = dependency_chain(ws.get(None).index, op_id)
+    hops = ["aten::linear", "hipGraphLaunch", "gemm", "bias_k"]
+    assert [h["name"] for h in full["paths"][0]] == hops and full["truncated"] == 0
+    capped = dependency_chain(ws.get(None).index, op_id, max_paths=1)
+    assert [h["name"] for h in capped["paths"][0]] == hops[:3] and capped["truncated"] == 1
+    assert capped["device_executions"] == 2 and capped["device_ns"] == full["device_ns"] == 12_000
