@@ -12,7 +12,7 @@ import pytest
 from graph_docs import GraphDoc, Node
 from opscope.analysis.report import analyze
 from opscope.errors import UsageError
-from opscope.trace import load_document
+from opscope.trace import load, load_document
 from opscope.trace.graphs import attribute, capture_paths, find_replays, with_captures
 from opscope.trace.graphs.align import BY_NAME, POSITIONAL, SCAN, STREAMS, pair
 from opscope.trace.graphs.captures import find_captures
@@ -205,12 +205,13 @@ def test_the_capture_of_the_batch_size_the_replay_ran_at(tmp_path: Path) -> None
     e.op("execute_20_context_0(sq0)_generation_20(sq20)", 0, 50, cat="user_annotation")
     e.replay(10, [("gemm", 5)])
     exec_path = _write(tmp_path / "graph_execution.json.gz", e.doc())
-    from opscope.trace import load
 
     merged = with_captures(load(exec_path), exec_path)  # the folder beside it, found
     assert merged.graph_capture is not None
     assert kernel_ops(merged) == {"gemm": {"op_for_32"}}
     assert [f.batch_size for f in capture_paths(folder)] == [16, 32]
+    # the details file named stands for its folder
+    assert capture_paths(folder / "execution_details.json") == capture_paths(folder)
     # no capture asked for: left alone
     assert with_captures(load(exec_path), exec_path, False).graph_capture is None
 
@@ -356,3 +357,15 @@ def test_the_chain_of_a_captured_op_with_many_kernels_is_capped_and_counts_them_
     capped = dependency_chain(ws.get(None).index, op_id, max_paths=1)
     assert [h["name"] for h in capped["paths"][0]] == hops[:3] and capped["truncated"] == 1
     assert capped["device_executions"] == 2 and capped["device_ns"] == full["device_ns"] == 12_000
+
+
+def test_a_capture_trace_reported_itself_reads_its_captures_once(tmp_path: Path) -> None:
+    folder = tmp_path / "capture_traces"
+    folder.mkdir()
+    c = GraphDoc()
+    c.capture(0, [Node("aten::mm", "gemm")])
+    path = _write(folder / "cap.json.gz", c.doc())
+    trace = load(path)
+    # its own folder is the capture folder beside it; the trace's own captures suffice
+    assert with_captures(trace, path) is trace
+    assert with_captures(trace, path, folder) is trace

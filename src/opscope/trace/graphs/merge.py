@@ -533,6 +533,10 @@ def with_captures(
         files = capture_paths(folder) if folder is not None else []
     else:
         files = capture_paths(graph_capture)
+    # a capture trace reported itself (its own folder is the one beside it): its captures
+    # are read from the trace, once
+    own = {Path(p).resolve() for p in trace.meta.paths}
+    files = [f for f in files if f.path.resolve() not in own]
     if not files and not find_replays(trace.index):
         return trace
     return attribute(trace, files, cache=cache)

@@ -16,9 +16,9 @@ from pathlib import Path
 import orjson
 
 from opscope.errors import UsageError
+from opscope.trace.formats.capture_details import FILE_NAME as DETAILS_FILE
 
 CAPTURE_FOLDER = "capture_traces"
-DETAILS_FILE = "execution_details.json"
 _TRACE_SUFFIXES = (".json", ".json.gz")
 
 
@@ -71,9 +71,11 @@ def _details(folder: Path) -> dict[str, tuple[int | None, str | None]]:
 def capture_paths(path: str | Path) -> list[CaptureFile]:
     """The capture traces ``path`` names: the file itself, or every trace file of the folder
     (in name order), each with its batch size and mode from the folder's
-    ``execution_details.json``.  A path that is neither, or a folder without a trace file,
-    is a :class:`UsageError`."""
+    ``execution_details.json`` (that file named itself stands for its folder).  A path that
+    is neither, or a folder without a trace file, is a :class:`UsageError`."""
     p = Path(path)
+    if p.is_file() and p.name == DETAILS_FILE:
+        p = p.parent
     if p.is_file():
         details = _details(p.parent)
         bs, mode = details.get(p.name, (None, None))
