@@ -174,3 +174,34 @@ def test_timeline_equals_tracelens_gpu_timeline(pair: str) -> None:
     assert s["device_idle_us"] == pytest.approx(ref["idle_time"], rel=0.01)
     assert s["device_span_us"] == pytest.approx(ref["total_time"], rel=0.01)
     assert s["memcpy_us"] == pytest.approx(ref["total_memcpy_time"], rel=0.01)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_the_explorer_chain_of_a_replayed_kernel_goes_through_its_captured_op(pair: str) -> None:
+    """Every replayed kernel chains op -> graph launch -> kernel with its captured op first,
+    and its op chains to the same launch and kernels: the chain agrees with the op table."""
+    from opscope.service import Workspace
+
+    folder = _pair(pair)
+    trace = attribute(
+        load(folder / "graph_execution.json.gz"), capture_paths(folder / "capture_traces")
+    )
+    ws = Workspace()
+    ws.add(trace, path=str(folder / "graph_execution.json.gz"))
+    idx = trace.index
+    view = ws.get(None).index  # the explorer's viewport of it
+    doc = analyze(trace).to_dict()
+    top = doc["ops"][0]
+    assert top["graph_replayed"]
+    kernels = [
+        r
+        for r in range(idx.n)
+        if view.group[r] == 2 and idx.op[r] >= 0 and idx.name[idx.op[r]] == top["name"]
+    ]
+    assert kernels
+    hops = ws.chain(int(idx.ids[kernels[0]]))["paths"][0]
+    assert [h["name"] for h in hops[:2]] == [top["name"], "hipGraphLaunch"]
+    # the copies of the top op, one per captured call, hold its kernels between them
+    copies = sorted({int(idx.op[r]) for r in kernels})
+    got = sum(ws.chain(int(idx.ids[c]))["device_ns"] for c in copies)
+    assert got / 1e3 == pytest.approx(top["device_total_us"], rel=1e-6)
