@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -311,19 +312,25 @@ def test_one_graph_id_keeps_its_capture() -> None:
     assert merged.graph_capture.method == "graph_node_ids"
 
 
-def test_the_chain_of_a_replayed_kernel_goes_through_its_captured_op() -> None:
+def _in_workspace(capture: GraphDoc, execution: GraphDoc) -> tuple[Any, Any, int]:
+    """The execution merged with the capture, in a workspace: (workspace, its event index,
+    the row of the replayed kernel ``gemm``)."""
     from opscope.service import Workspace
 
+    merged = attribute(execution.trace(), captures=find_captures(capture.trace(), source="c"))
+    ws = Workspace()
+    ws.add(merged, path="x")
+    idx = merged.index
+    return ws, idx, next(r for r in range(idx.n) if idx.name[r] == "gemm")
+
+
+def test_the_chain_of_a_replayed_kernel_goes_through_its_captured_op() -> None:
     c = GraphDoc()
     c.capture(0, [Node("aten::mm", "gemm"), Node("aten::add", "add_k")])
     e = GraphDoc()
     e.op("execute_8_context_0", 0, 50, cat="user_annotation")
     e.replay(1, [("gemm", 10), ("add_k", 2)])
-    merged = attribute(e.trace(), captures=find_captures(c.trace(), source="c"))
-    ws = Workspace()
-    ws.add(merged, path="x")
-    idx = merged.index
-    gemm = next(r for r in range(idx.n) if idx.name[r] == "gemm")
+    ws, idx, gemm = _in_workspace(c, e)
     chain = ws.chain(int(idx.ids[gemm]))
     assert [h["name"] for h in chain["paths"][0]] == ["aten::mm", "hipGraphLaunch", "gemm"]
     assert [s["name"] for s in chain["stack"]] == ["execute_8_context_0"]
@@ -334,7 +341,6 @@ def test_the_chain_of_a_replayed_kernel_goes_through_its_captured_op() -> None:
 
 def test_the_chain_of_a_captured_op_with_many_kernels_is_capped_and_counts_them_all() -> None:
     from opscope.analysis.chain import dependency_chain
-    from opscope.service import Workspace
 
     c = GraphDoc()
     c.runtime("hipStreamBeginCapture", 0, 1)
@@ -345,11 +351,7 @@ def test_the_chain_of_a_captured_op_with_many_kernels_is_capped_and_counts_them_
     c.runtime("hipGraphInstantiate", 15, 3)
     e = GraphDoc()
     e.replay(100, [("gemm", 10), ("bias_k", 2)])
-    merged = attribute(e.trace(), captures=find_captures(c.trace(), source="c"))
-    ws = Workspace()
-    ws.add(merged, path="x")
-    idx = merged.index
-    gemm = next(r for r in range(idx.n) if idx.name[r] == "gemm")
+    ws, idx, gemm = _in_workspace(c, e)
     op_id = int(idx.ids[idx.op[gemm]])
     full = dependency_chain(ws.get(None).index, op_id)
     hops = ["aten::linear", "hipGraphLaunch", "gemm", "bias_k"]
