@@ -73,7 +73,7 @@ def test_a_graph_captured_again_after_replays() -> None:
     d.replay(t + 10, [("gemm", 10.0)])
     d.capture(t + 100, [Node("aten::mm", "gemm")])  # the same graph, captured again
     (f,) = run_rule("graph_recapture", d.trace())
-    assert [c["again"] for c in f.details["captures"]] == [False, True]
+    assert [c["again"] for c in f.details["windows"]] == [False, True]
     assert f.details["again"] == 1 and f.details["instantiations"] == 2
     assert f.severity != "info"
 

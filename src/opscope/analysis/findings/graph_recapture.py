@@ -13,8 +13,8 @@ A capture is **again** when a graph replay came before it in the trace, or when 
 capture made the same node sequence; graphs whose replays carry several ``graph id`` for
 one node sequence (re-instantiated) are counted too.  ``time_at_stake_us``: the host time of
 the captures (begin call to end call) and of the instantiations.  ``details``: each capture
-(start, host time, nodes, the annotation around it, again or not), the re-instantiated
-graphs.
+window (``windows``: start, host time, nodes, the annotation around it, again or not), the
+re-instantiated graphs.
 
 Threshold: at least one capture or re-instantiated graph in the window; the severity follows
 the host time's share of the window (at least ``low`` when a capture came again).
@@ -136,7 +136,7 @@ def run(ctx: Context) -> list[Finding]:
             confidence="high" if rows else "medium",
             severity=severity,
             details={
-                "captures": rows,
+                "windows": rows,
                 "again": n_again,
                 "capture_host_us": host_ns / 1e3,
                 "instantiations": len(inst),
