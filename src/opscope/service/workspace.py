@@ -169,17 +169,24 @@ class Workspace:
         peaks: str | Path | dict[str, Any] | None = None,
         prefetch: bool = False,
         rank: int | None = None,
+        graph_capture: str | Path | bool | None = None,
     ) -> OpenTrace:
         """Load a trace file, run folder or folder of ranks; returns its :class:`OpenTrace`.
 
         ``peaks``: device peaks for the roofline (a file or dict, see ``analysis.peaks``);
         ``prefetch``: start the analysis in the background now; ``rank``: keep that rank of a
-        job only (:class:`ServiceError` naming the ranks there when it has no such rank)."""
+        job only (:class:`ServiceError` naming the ranks there when it has no such rank);
+        ``graph_capture``: the CUDA/HIP graph captures that attribute the trace's replays (a
+        capture trace or a folder of them; ``False``: none; ``None``: the ``capture_traces/``
+        folder beside the trace and the captures in the trace itself, see
+        :func:`opscope.trace.graphs.with_captures`)."""
         from opscope.trace import load
+        from opscope.trace.graphs import with_captures
 
         trace = load(path, cache=cache)
         if rank is not None:
             trace = only_rank(trace, rank)
+        trace = with_captures(trace, path, graph_capture, cache=cache)
         if steps is not None:
             check_steps(trace, steps)
         opened = self.add(trace, path=str(path), steps=steps, handle=handle)
