@@ -1,0 +1,101 @@
+"""opscope optimize's timing rules: outlier rounds, the speedup as the ratio of the medians,
+the strict verdict, when a verdict is settled, threads pinned and restored, the best chosen
+from intervals with ties said."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from opscope.bench.stats import summarize
+from opscope.bench.timing import Timing
+from opscope.optimize.measure import (
+    kept_rounds,
+    pinned_threads,
+    settled,
+    speed,
+    verdict_of,
+)
+from opscope.optimize.result import Candidate, OptimizeResult
+
+
+def _series(median: float, spread: float, n: int, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(median * (1 + spread * rng.standard_normal(n)))
+
+
+def _timing(samples: list[float]) -> Timing:
+    return Timing(samples_s=tuple(samples), number=1, summary=summarize(samples))
+
+
+def test_a_far_outlier_round_is_dropped_from_the_pair() -> None:
+    a = _series(1.0, 0.01, 30, 1)
+    b = _series(0.5, 0.01, 30, 2)
+    a[7] = 50.0  # one burst of other load
+    x, y, dropped = kept_rounds(a, b)
+    assert dropped == 1 and len(x) == len(y) == 29 and 50.0 not in x
+    s = speed(a, b)
+    assert s.outlier_rounds == 1 and s.rounds == 29
+    assert s.point == pytest.approx(float(np.median(x) / np.median(y)))
+
+
+def test_a_bimodal_series_is_not_trimmed() -> None:
+    a = [1.0] * 10 + [3.0] * 10
+    b = [1.0] * 20
+    assert kept_rounds(a, b)[2] == 0
+
+
+@pytest.mark.parametrize(
+    ("ci", "noise", "expected"),
+    [
+        ((1.20, 1.40), 0.0, "faster"),
+        ((1.01, 1.20), 0.0, "same"),  # excludes 1 but not the noise floor
+        ((0.60, 0.90), 0.0, "slower"),
+        ((0.95, 0.99), 0.0, "same"),
+        ((1.10, 1.20), 0.2, "same"),  # below the rounds' own noise
+    ],
+)
+def test_the_verdict_needs_the_whole_interval_beyond_the_floor(ci, noise, expected) -> None:
+    assert verdict_of(ci, noise) == expected
+
+
+def test_settled_when_no_threshold_is_inside_the_interval() -> None:
+    s = speed(_series(1.0, 0.001, 40, 3), _series(0.5, 0.001, 40, 4))
+    assert s.verdict == "faster" and settled(s)
+    s = speed(_series(1.0, 0.2, 8, 5), _series(0.97, 0.2, 8, 6))
+    assert not settled(s)  # 1 - 3 % lies inside: more rounds could move it
+
+
+def test_threads_are_pinned_and_restored() -> None:
+    before = torch.get_num_threads()
+    with pinned_threads("cpu", 1) as t:
+        assert torch.get_num_threads() == 1 == t["threads"]
+        assert t["threads_before"] == before
+    assert torch.get_num_threads() == before
+
+
+def _cand(name: str, median: float, seed: int, kind: str = "rewrite") -> Candidate:
+    c = Candidate(name, kind, [], verdict="faster", numerics_ok=True)
+    c.timing = _timing(_series(median, 0.01, 40, seed))
+    ref = _series(1.0, 0.01, 40, 99)
+    s = speed(ref, list(c.timing.samples_s))
+    c.speedup = s.to_dict()
+    return c
+
+
+def test_a_best_that_does_not_separate_from_the_runner_up_says_so() -> None:
+    r = OptimizeResult(target="t", device={}, budget_s=1)
+    r.candidates = [_cand("rewrite:a", 0.500, 1), _cand("compile:default", 0.499, 2, "compile")]
+    assert r.choose_best() == "rewrite:a"  # tied: the first tried, the simpler change
+    assert r.tied_with == ["compile:default"] and "does not separate" in (r.best_note or "")
+
+
+def test_a_best_that_separates_names_its_margin() -> None:
+    r = OptimizeResult(target="t", device={}, budget_s=1)
+    r.candidates = [_cand("rewrite:a", 0.8, 1), _cand("compile:default", 0.4, 2, "compile")]
+    assert r.choose_best() == "compile:default" and r.tied_with == []
+    assert "faster than the runner-up rewrite:a" in (r.best_note or "")
+    assert math.isclose(float((r.best_note or "").split("x")[0].split()[-1]), 2.0, rel_tol=0.05)
