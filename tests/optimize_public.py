@@ -232,6 +232,24 @@ class BiasedAttention(nn.Module):
         return att @ v
 
 
+def gpt2_attn(query, key, value, causal_mask):
+    """Hugging Face GPT-2's eager attention: the mask through torch.where, not matched (a
+    near-miss that says which op)."""
+    attn_weights = torch.matmul(query, key.transpose(-1, -2))
+    attn_weights = attn_weights / torch.full(
+        [], value.size(-1) ** 0.5, dtype=attn_weights.dtype, device=attn_weights.device
+    )
+    mask_value = torch.finfo(attn_weights.dtype).min
+    attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+    return torch.matmul(attn_weights, value)
+
+
+def gpt2_inputs():
+    q, k, v = qkv_inputs()
+    return (q, k, v, torch.ones(8, 8, dtype=torch.bool).tril())
+
+
 def qkv_inputs():
     g = torch.Generator().manual_seed(0)
     return tuple(torch.randn(2, N_HEAD, 8, 8, generator=g) for _ in range(3))

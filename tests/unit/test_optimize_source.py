@@ -204,6 +204,13 @@ def test_traps_are_near_misses_never_matches(cls: str, pattern: str, words: str)
     assert [(m.pattern, words in m.reason) for m in misses] == [(pattern, True)], misses
 
 
+def test_a_mask_through_torch_where_is_a_near_miss_that_names_the_op() -> None:
+    _cap, matches, misses = _scan(P.gpt2_attn, P.gpt2_inputs())
+    assert matches == []
+    (miss,) = misses
+    assert miss.pattern == "sdpa" and miss.reason.startswith("where between q @ k^T")
+
+
 def test_an_additive_bias_is_kept_and_proven(tmp_path: Path) -> None:
     """Dropping the bias would be wrong with any bias but zero: the proof perturbs it."""
     model, args = P.BiasedAttention(), P.qkv_inputs()

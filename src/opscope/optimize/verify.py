@@ -335,32 +335,45 @@ def prove(
                 "the rewrites): the model is not built from the patched source"
             )
             return check
-        if is_module:
-            state, n = perturbed_state(a, _SEEDS[0])
-            ra, rb = copy.deepcopy(a), copy.deepcopy(b)
-            ra.load_state_dict(state)
-            rb.load_state_dict(state)
+        with _perturbed(a, b) as n:
             check.parameters, check.params_randomised = n, n > 0
-        else:
-            ra, rb = a, b
-        sets = [tuple(inputs)] if is_module and check.params_randomised else []
-        sets += [fresh_inputs(inputs, s) for s in _SEEDS]
-        for xs in sets:
-            try:
-                ok, err, why = compare_trees(rb(*xs), ra(*xs))
-            except Exception as exc:
-                check.reason = f"on fresh inputs: {type(exc).__name__}: {exc}"[:300]
-                return check
-            check.max_abs_err = max(check.max_abs_err or 0.0, err)
-            if not ok:
-                what = (
-                    "with randomised parameters" if check.params_randomised else "on fresh inputs"
-                )
-                check.reason = f"{what}: {why}"
-                return check
+            sets = [tuple(inputs)] if n else []
+            sets += [fresh_inputs(inputs, s) for s in _SEEDS]
+            for xs in sets:
+                try:
+                    ok, err, why = compare_trees(b(*xs), a(*xs))
+                except Exception as exc:
+                    check.reason = f"on fresh inputs: {type(exc).__name__}: {exc}"[:300]
+                    return check
+                check.max_abs_err = max(check.max_abs_err or 0.0, err)
+                if not ok:
+                    what = "with randomised parameters" if n else "on fresh inputs"
+                    check.reason = f"{what}: {why}"
+                    return check
         check.inputs = 1 + len(_SEEDS)
     check.verified = True
     return check
+
+
+@contextlib.contextmanager
+def _perturbed(a: Any, b: Any) -> Iterator[int]:
+    """Both models with the same perturbed parameters (of ``a``) for the duration, each one's
+    own state back after (one copy of the state is held, not of the models); the number of
+    parameters perturbed (0 for functions)."""
+    import torch
+
+    if not isinstance(a, torch.nn.Module):
+        yield 0
+        return
+    saved = {k: v.detach().clone() for k, v in a.state_dict().items()}
+    state, n = perturbed_state(a, _SEEDS[0])
+    try:
+        a.load_state_dict(state)
+        b.load_state_dict(state)
+        yield n
+    finally:
+        a.load_state_dict(saved)
+        b.load_state_dict(saved)
 
 
 @contextlib.contextmanager

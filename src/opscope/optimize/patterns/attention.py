@@ -147,6 +147,22 @@ def _scaled_scores(node: Any) -> tuple[Any, Any, Any, set[Any], Any] | str | Non
     return q, k, scale, nodes, scale_at
 
 
+def _op_after_scores(node: Any, depth: int = 4) -> str | None:
+    """``node``'s op when a ``q @ k^T`` is below it, reached through its inputs within a few
+    ops (``torch.where(causal, scores, min)``); else None."""
+    cur = node
+    for _ in range(depth):
+        if not is_node(cur) or not cur.args:
+            return None
+        if op_name(cur) in _MATMUL and len(cur.args) == 2 and _transposed_last(cur.args[1]):
+            return op_name(node) if cur is not node else None
+        nxt = [a for a in cur.args if is_node(a) and a.op != "placeholder"]
+        if not nxt:
+            return None
+        cur = nxt[0] if op_name(cur) != "where" or len(nxt) < 2 else nxt[1]
+    return None
+
+
 def _mask_ok(mask: Any, scores_shape: tuple[int, ...], q_dtype: Any) -> str | None:
     """None when SDPA takes the mask: q's dtype (or bool), broadcasting to the scores without
     growing them; else why not."""
@@ -211,7 +227,15 @@ def match_sdpa(node: Any) -> Match | Miss | None:
         inner.add(scores)
     found = _scaled_scores(cur)
     if found is None:
-        return None
+        between = _op_after_scores(cur)
+        if between is None:
+            return None
+        return Miss(
+            "sdpa",
+            node,
+            f"{between} between q @ k^T and the softmax is neither a constant scale, an "
+            "additive mask nor masked_fill(m, -inf)",
+        )
     if isinstance(found, str):
         return Miss("sdpa", node, found)
     q, k, scale, nodes, scale_at = found
