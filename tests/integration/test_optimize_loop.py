@@ -405,6 +405,10 @@ def test_a_wrong_patch_is_failed_not_faster(monkeypatch: pytest.MonkeyPatch) -> 
         m["pattern"] == "rms_norm" and "not proven" in m["reason"]
         for m in r.to_dict()["near_misses"]
     )
+    # the other rewrites are proven first, and together without the refused one
+    both = r["rewrite:all"]
+    assert both["patterns"] == ["sdpa", "gelu_tanh"] and both["patch_verified"] is True
+    assert "rms_norm" not in (both["patch"] or "") and "torch.rms_norm" not in both["patch"]
 
 
 def test_cli_a_class_that_needs_arguments_is_one_line_with_the_fix(tmp_path: Path) -> None:

@@ -280,3 +280,20 @@ def test_targets_classes_factories_and_their_errors(tmp_path: Path) -> None:
     assert not t.is_module and t.compile_target() == "gate"
     with pytest.raises(OpscopeError, match=r"gate\(1\) failed: TypeError"):
         load_target(f"{f}:gate", "1")  # called as a factory with the arguments given
+
+
+def test_a_hunk_that_overlaps_one_before_it_is_not_chosen(tmp_path: Path) -> None:
+    """What is proven is what is applied: a hunk :func:`apply_hunks` skips is not among the
+    chosen ones (its built-in calls are not expected of the patched source)."""
+    from opscope.optimize.patch import PatchSet
+    from opscope.optimize.spell import Edit, Hunk
+
+    f = tmp_path / "m.py"
+    f.write_text("a = 1\nb = 2\nc = 3\n", encoding="utf-8")
+    first = Hunk(str(f), "rms_norm", [Edit(1, 2, ["ab = 12"])])
+    second = Hunk(str(f), "gelu_tanh", [Edit(2, 3, ["bc = 23"])])
+    apart = Hunk(str(tmp_path / "other.py"), "silu", [Edit(2, 3, ["x = 0"])])
+    ps = PatchSet(hunks=[first, second, apart], base=tmp_path)
+    assert ps.chosen() == [first, apart]
+    assert ps.chosen(["gelu_tanh"]) == [second]  # alone it is applied
+    assert ps.texts(["rms_norm", "gelu_tanh"]) == {str(f): "ab = 12\nc = 3\n"}

@@ -4,9 +4,9 @@ within the budget, time everything in one run, choose the best.
 1. **Capture** the graph (:mod:`.capture`: symbolic tracing, else Dynamo's graph) and scan it
    for the patterns (:mod:`.patterns`): matches and near-misses.
 2. **Patches** (:mod:`.patch`, :mod:`.spell`): for each pattern found, ``rewrite:<pattern>``;
-   with two or more, ``rewrite:all``.  Each patch is **proven** on its own patched source
-   (:mod:`.verify`); the patched model is the candidate.  A rewrite without a proven patch is
-   listed, failed, with the reason, and never timed as faster.
+   with two or more proven, ``rewrite:all`` (proven again).  Each patch is **proven** on its
+   own patched source (:mod:`.verify`); the patched model is the candidate.  A rewrite without
+   a proven patch is listed, failed, with the reason, and never timed as faster.
 3. **Compile candidates**, cheapest first: ``compile:default``, ``compile+rewrites`` (the
    proven patched model, compiled), ``mode="max-autotune-no-cudagraphs"``,
    ``mode="reduce-overhead"`` (CUDA), ``backend="neuron"`` (Neuron).  Before each compile its
@@ -192,7 +192,18 @@ class _Run:
             self._none_tried(cands, modes)
         else:
             with patched_folder() as folder:
-                self._prove(cands, patches, matches, folder)
+                self._prove(cands, patches, folder)
+                proven = [c.patterns[0] for c in cands if c.patch_verified]
+                if len(proven) > 1:  # all the proven rewrites together, proven again
+                    both = Candidate(
+                        "rewrite:all",
+                        "combined",
+                        proven,
+                        patch=patches.diff(proven),
+                        needs_patch=True,
+                    )
+                    cands.append(both)
+                    self._prove([both], patches, folder)
                 ready = [c for c in cands if c.fn is not None]
                 t_call = _call_time(tgt.obj, self.args, self.spec)
                 per_variant = 4 * min_run_s + 15 * max(t_call, 0.01) + 6 * t_call
@@ -208,7 +219,7 @@ class _Run:
                 "from it (Inductor's graph and kernel caches): read it as a warm compile time"
             )
         result.choose_best()
-        proven = {p for c in cands if c.patch_verified for p in c.patterns}
+        proven_patterns = {p for c in cands if c.patch_verified for p in c.patterns}
         unpatched = list(patches.problems)
         for c in cands:
             if c.patch is not None and not c.patch_verified and c.kind == "rewrite":
@@ -221,7 +232,7 @@ class _Run:
             misses=misses,
             unpatched=unpatched,
             findings=(result.baseline or {}).get("findings") or [],
-            proven=proven,
+            proven=proven_patterns,
             matched={m.pattern for m in matches},
             capture_error=cap.error,
         )
@@ -229,29 +240,18 @@ class _Run:
     # -- rewrites ---------------------------------------------------------------------------
 
     def _rewrite_candidates(self, found: list[str], patches: Any) -> list[Candidate]:
+        """``rewrite:<pattern>`` for each pattern found (failed, with why, when it got no
+        patch); ``rewrite:all`` comes after their proofs."""
         out: list[Candidate] = []
-        with_hunks = [p for p in found if patches.chosen([p])]
         for p in found:
             c = Candidate(f"rewrite:{p}", "rewrite", [p], patch=patches.diff([p]), needs_patch=True)
-            if p not in with_hunks:
+            if not patches.chosen([p]):
                 why = "; ".join(dict.fromkeys(w for m, w in patches.problems if m.pattern == p))
                 c.fail(f"no patch: {why or 'no source edit'}")
             out.append(c)
-        if len(with_hunks) > 1:
-            out.append(
-                Candidate(
-                    "rewrite:all",
-                    "combined",
-                    list(with_hunks),
-                    patch=patches.diff(with_hunks),
-                    needs_patch=True,
-                )
-            )
         return out
 
-    def _prove(
-        self, cands: list[Candidate], patches: Any, matches: list[Any], folder: Path
-    ) -> None:
+    def _prove(self, cands: list[Candidate], patches: Any, folder: Path) -> None:
         from opscope.optimize.patterns import REGISTRY
         from opscope.optimize.verify import build_patched, prove
 

@@ -27,7 +27,11 @@ class PatchSet:
     base: Path | None = None  # the folder the diff's paths are relative to
 
     def chosen(self, patterns: Sequence[str] | None = None) -> list[Hunk]:
-        return [h for h in self.hunks if patterns is None or h.pattern in patterns]
+        """The hunks of ``patterns`` (all when None) that are applied: one that overlaps a
+        hunk before it is left out (:func:`overlapping`)."""
+        chosen = [h for h in self.hunks if patterns is None or h.pattern in patterns]
+        left = overlapping(chosen)
+        return [h for h in chosen if h not in left]
 
     def texts(self, patterns: Sequence[str] | None = None) -> dict[str, str]:
         """File -> its patched text, for the hunks of ``patterns`` (all when None)."""
