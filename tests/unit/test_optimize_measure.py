@@ -99,3 +99,40 @@ def test_a_best_that_separates_names_its_margin() -> None:
     assert r.choose_best() == "compile:default" and r.tied_with == []
     assert "faster than the runner-up rewrite:a" in (r.best_note or "")
     assert math.isclose(float((r.best_note or "").split("x")[0].split()[-1]), 2.0, rel_tol=0.05)
+
+
+def test_an_outlier_round_is_dropped_from_every_series_so_the_medians_give_the_speedup() -> None:
+    """A burst in one candidate's block drops that round from the original and every other
+    candidate too: each speedup is then the ratio of the two medians printed."""
+    from opscope.optimize.measure import trimmed
+
+    ref = _series(1.0, 0.05, 31, 1)
+    a = _series(0.8, 0.05, 31, 2)
+    b = _series(0.5, 0.05, 31, 3)
+    b[4] = 40.0  # only b's block is hit in round 4
+    a[20] = 30.0  # only a's in round 20
+    t, dropped = trimmed({"original": _timing(ref), "a": _timing(a), "b": _timing(b)})
+    assert dropped == 2 and all(x.summary.n == 29 for x in t.values())
+    assert 40.0 not in t["b"].samples_s and ref[4] not in t["original"].samples_s
+    for name in ("a", "b"):
+        c = Candidate(name, "rewrite", [])
+        ref_o = _Outcome("original", t["original"])
+        c.absorb(_Outcome(name, t[name]), ref_o, trimmed_rounds=dropped)
+        ratio = ref_o.latency_us()["median"] / c.latency_us["median"]
+        assert c.speedup["point"] == pytest.approx(ratio, rel=1e-12)
+        assert c.speedup["outlier_rounds"] == 2 and c.speedup["rounds"] == 29
+    # aligned series of unequal length are left alone
+    same, none = trimmed({"original": _timing(ref), "a": _timing(a[:-1])})
+    assert none == 0 and same["a"].samples_s == tuple(a[:-1])
+
+
+class _Outcome:
+    """The figures of a variant :meth:`Candidate.absorb` reads."""
+
+    def __init__(self, name: str, timing: Timing) -> None:
+        self.name, self.timing = name, timing
+        self.numerics_ok, self.numerics, self.error = True, None, None
+        self.device_ops, self.compile_s, self.recompiled = None, None, False
+
+    def latency_us(self) -> dict[str, float]:
+        return {"median": self.timing.summary.median * 1e6}

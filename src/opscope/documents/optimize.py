@@ -69,6 +69,9 @@ class OptimizeTiming(TypedDict):
     """Interleaved rounds of the one timing run."""
     more_runs: NotRequired[int]
     """Sets of interleaved rounds appended while a verdict was open."""
+    outlier_rounds: NotRequired[int]
+    """Rounds dropped from every series (a block of any variant beyond ``Q3 + 3 IQR`` of its
+    own series): the medians and speedups are of the rest."""
 
 
 class OptimizeCandidate(TypedDict):

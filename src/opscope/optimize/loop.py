@@ -453,6 +453,7 @@ class _Run:
         r = self.result
         r.notes += [n for n in data.notes if n not in r.notes]
         self._settle(data, variants, min_run_s)
+        dropped = self._trim(data)
         ref = data.variant("original")
         if ref is not None:
             r.baseline = {
@@ -463,10 +464,23 @@ class _Run:
             }
             if ref.timing is not None:
                 r.timing["rounds"] = ref.timing.summary.n
+                r.timing["outlier_rounds"] = dropped
         for c in cands:
             o = data.variant(c.name)
             if o is not None:
-                c.absorb(o, ref)
+                c.absorb(o, ref, trimmed_rounds=dropped)
+
+    def _trim(self, data: Any) -> int:
+        """The outlier rounds of the timed variants dropped from all of them alike
+        (:func:`.measure.trimmed`), so that each speedup is the ratio of the medians printed;
+        how many."""
+        from opscope.optimize.measure import trimmed
+
+        timed = {o.name: o for o in data.variants if o.timing is not None and not o.error}
+        new, dropped = trimmed({n: o.timing for n, o in timed.items()})
+        for n, t in new.items():
+            timed[n].timing = t
+        return dropped
 
     def _settle(self, data: Any, variants: dict[str, Any], min_run_s: float) -> None:
         """More interleaved rounds while a verdict is open (:func:`.measure.more_rounds`),

@@ -13,12 +13,13 @@ the best chosen from intervals.
 * **Enough rounds.**  While a candidate's interval holds a threshold of the verdict (``1 ±``
   the noise floor), another set of interleaved rounds of every variant is appended (within
   the budget): on a loaded machine a verdict comes from more rounds, not from luck.
-* **Outliers.**  A round in which either block is a far outlier of its own series (beyond
-  ``Q3 + 3 IQR``) is dropped from that pair, and counted.
-* **Speedup.**  ``median(original) / median(candidate)`` over the kept rounds - the ratio of
-  the medians printed - with a 95 % interval from resampling the rounds as pairs.  ``faster``
-  or ``slower`` only when the whole interval is beyond the noise floor (3 %, or the rounds'
-  own noise when larger; :func:`verdict_of`).
+* **Outliers.**  A round in which any variant's block is a far outlier of its own series
+  (beyond ``Q3 + 3 IQR``) is dropped from every series (:func:`trimmed`), and counted; the
+  medians printed and the speedups are of the same kept rounds.
+* **Speedup.**  ``median(original) / median(candidate)`` over the kept rounds - exactly the
+  ratio of the medians printed - with a 95 % interval from resampling the rounds as pairs.
+  ``faster`` or ``slower`` only when the whole interval is beyond the noise floor (3 %, or the
+  rounds' own noise when larger; :func:`verdict_of`).
 * **Best.**  Of the faster candidates whose numerics hold, the fastest; each other one is
   compared with it directly, paired in the same rounds.  The ones that do not separate from
   it are tied, and the first of them in the order tried (a source rewrite before a compile
@@ -31,7 +32,7 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,19 +58,49 @@ def pinned_threads(kind: str, threads: int | None = None) -> Iterator[dict[str, 
         torch.set_num_threads(before)
 
 
+def kept_mask(series: Sequence[Sequence[float]]) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """The rounds of the aligned ``series`` (one block of each per round) in which no block is
+    a far outlier of its own series; all of them when the series are short, of unequal length,
+    or when so many would go that the series is bimodal rather than noisy."""
+    arrays = [np.asarray(s, dtype=np.float64) for s in series]
+    n = len(arrays[0]) if arrays else 0
+    keep = np.ones(n, dtype=bool)
+    if n < 8 or any(len(x) != n for x in arrays):
+        return keep
+    for x in arrays:
+        q1, q3 = np.percentile(x, [25, 75])
+        keep &= x <= q3 + 3 * (q3 - q1)
+    if keep.sum() < max(6, n // 2):  # a bimodal series is not outliers
+        return np.ones(n, dtype=bool)
+    return keep
+
+
 def kept_rounds(a: Sequence[float], b: Sequence[float]) -> tuple[list[float], list[float], int]:
     """The paired rounds with neither block a far outlier of its series; how many dropped."""
+    if len(a) != len(b):
+        return list(a), list(b), 0
+    keep = kept_mask([a, b])
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
-    if len(x) != len(y) or len(x) < 8:
-        return x.tolist(), y.tolist(), 0
-    keep = np.ones(len(x), dtype=bool)
-    for s in (x, y):
-        q1, q3 = np.percentile(s, [25, 75])
-        keep &= s <= q3 + 3 * (q3 - q1)
-    if keep.sum() < max(6, len(x) // 2):  # a bimodal series is not outliers
-        return x.tolist(), y.tolist(), 0
     return x[keep].tolist(), y[keep].tolist(), int((~keep).sum())
+
+
+def trimmed(timings: Mapping[str, Timing]) -> tuple[dict[str, Timing], int]:
+    """Every timing of one interleaved run without the rounds in which any of them is a far
+    outlier (:func:`kept_mask`), summaries recomputed; how many rounds were dropped."""
+    from opscope.bench.stats import summarize
+
+    names = list(timings)
+    keep = kept_mask([timings[n].samples_s for n in names])
+    dropped = int((~keep).sum())
+    if not dropped:
+        return dict(timings), 0
+    out: dict[str, Timing] = {}
+    for n in names:
+        t = timings[n]
+        kept = tuple(float(v) for v in np.asarray(t.samples_s, dtype=np.float64)[keep])
+        out[n] = Timing(samples_s=kept, number=t.number, summary=summarize(kept))
+    return out, dropped
 
 
 @dataclass(frozen=True)
@@ -91,9 +122,17 @@ class Speed:
         }
 
 
-def speed(ref_s: Sequence[float], var_s: Sequence[float]) -> Speed:
-    """The speedup of a variant over the reference from their paired rounds."""
-    a, b, dropped = kept_rounds(ref_s, var_s)
+def speed(
+    ref_s: Sequence[float], var_s: Sequence[float], *, trimmed_rounds: int | None = None
+) -> Speed:
+    """The speedup of a variant over the reference from their paired rounds.  The pair's
+    outlier rounds are dropped here, unless the series were already trimmed together
+    (``trimmed_rounds``: how many rounds :func:`trimmed` dropped), so the point is the ratio
+    of their medians as given."""
+    if trimmed_rounds is None:
+        a, b, dropped = kept_rounds(ref_s, var_s)
+    else:
+        a, b, dropped = list(ref_s), list(var_s), trimmed_rounds
     if len(a) != len(b) or len(a) < 2:
         point, ci = speedup_ci(a, b, paired=False)
         noise = 0.0
@@ -168,11 +207,13 @@ def separates(best_s: Sequence[float], other_s: Sequence[float]) -> tuple[Speed,
 
 __all__ = [
     "Speed",
+    "kept_mask",
     "kept_rounds",
     "more_rounds",
     "pinned_threads",
     "separates",
     "settled",
     "speed",
+    "trimmed",
     "verdict_of",
 ]

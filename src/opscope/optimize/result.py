@@ -42,9 +42,10 @@ class Candidate:
     def fail(self, reason: str) -> None:
         self.verdict, self.reason = "failed", reason
 
-    def absorb(self, o: Any, ref: Any) -> None:
+    def absorb(self, o: Any, ref: Any, *, trimmed_rounds: int | None = None) -> None:
         """Take a :class:`~opscope.bench.compare.VariantOutcome`'s figures (``ref``: the
-        original's, of the same run)."""
+        original's, of the same run; ``trimmed_rounds``: the outlier rounds already dropped
+        from both, see :func:`.measure.trimmed`)."""
         import math
 
         from opscope.optimize.measure import speed
@@ -67,7 +68,7 @@ class Candidate:
         if o.timing is None or ref is None or ref.timing is None:
             self.fail("not timed")
             return
-        s = speed(ref.timing.samples_s, o.timing.samples_s)
+        s = speed(ref.timing.samples_s, o.timing.samples_s, trimmed_rounds=trimmed_rounds)
         self.speedup = s.to_dict()
         if not o.numerics_ok:
             n = o.numerics or {}
