@@ -48,7 +48,12 @@ def _critical_path(data: dict[str, Any], top: int) -> list[str]:
     out = [
         title,
         "",
-        f"{us(cp['length_us'])} of {us(cp.get('wall_us'))} wall.",
+        f"{us(cp['length_us'])} of {us(cp.get('wall_us'))} wall"
+        + (
+            f", {100 * float(cp['explained_share']):.0f}% of it explained by traced work."
+            if cp.get("explained_share") is not None
+            else "."
+        ),
         "",
         "| bound by | time | share |",
         "|---|---:|---:|",
@@ -61,7 +66,7 @@ def _critical_path(data: dict[str, Any], top: int) -> list[str]:
     if pieces:
         out += ["| biggest pieces | label | time | pieces |", "|---|---|---:|---:|"]
         for p in pieces[:top]:
-            name = _cell(p.get("name") or "(untraced host time)")
+            name = _cell(p.get("name") or "(no traced event)")
             out.append(f"| {name} | {p['label']} | {us(p['dur_us'])} | {p['pieces']} |")
         out.append("")
     for note in cp.get("notes") or []:
