@@ -355,6 +355,9 @@ def test_three_runs_on_the_same_block_agree_on_every_verdict() -> None:
             ratio = doc["baseline"]["latency_us"]["median"] / c["latency_us"]["median"]
             assert c["speedup"]["point"] == pytest.approx(ratio, rel=0.02)
         assert doc["timing"]["threads"] >= 1
+        # one thread on a CPU: timed in CPU time, other processes' load left out
+        one = doc["timing"]["threads"] == 1
+        assert doc["timing"]["clock"] == ("process_cpu" if one else "wall")
     assert runs[0] == runs[1] == runs[2], runs
     assert set(runs[0]) == {"rewrite:rms_norm", "rewrite:sdpa", "rewrite:gelu_tanh", "rewrite:all"}
 

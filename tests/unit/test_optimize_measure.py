@@ -136,3 +136,49 @@ class _Outcome:
 
     def latency_us(self) -> dict[str, float]:
         return {"median": self.timing.summary.median * 1e6}
+
+
+def test_one_cpu_thread_is_timed_in_process_cpu_time_else_the_wall_clock() -> None:
+    import time
+
+    from opscope.optimize.measure import timing_clock
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert timing_clock("cpu") == (time.process_time, "process_cpu")
+        assert timing_clock("cuda")[1] == "wall"
+        torch.set_num_threads(2)
+        assert timing_clock("cpu") == (time.perf_counter, "wall")
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_the_comparison_times_its_blocks_with_the_clock_given(tmp_path) -> None:
+    """Time the process spends off the cores (here, asleep: as under other processes' load)
+    is in the wall clock's blocks and not in the CPU clock's."""
+    import time
+
+    from opscope.bench.compare import run_comparison
+
+    def nap() -> int:
+        time.sleep(0.004)
+        return 0
+
+    def work() -> int:
+        return 0
+
+    by_clock = {}
+    for clock in (time.perf_counter, time.process_time):
+        data = run_comparison(
+            {"nap": nap, "work": work},
+            (),
+            device="cpu",
+            min_run_s=0.02,
+            profile=False,
+            out=tmp_path,
+            clock=clock,
+        )
+        by_clock[clock] = data.variant("nap").timing.summary.median
+    assert by_clock[time.perf_counter] >= 0.004  # a sleep lasts at least that long
+    assert by_clock[time.process_time] < 0.002  # asleep, the process uses no CPU

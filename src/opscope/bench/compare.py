@@ -29,6 +29,7 @@ import contextlib
 import functools
 import math
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,9 +252,11 @@ def run_comparison(
     progress: Callable[[str], None] = lambda _msg: None,
     first_call_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     on_report: OnReport | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> ComparisonData:
     """Run the comparison; see the module docstring.  A variant that raises carries the error in
-    its row; the others still run."""
+    its row; the others still run.  ``clock``: what the steady-state blocks are timed with
+    (wall time by default)."""
     from opscope.bench.numerics import compare_outputs
     from opscope.capture.compile_metrics import watch_compile
     from opscope.capture.devices import DeviceSpec, resolve_device
@@ -307,7 +310,9 @@ def run_comparison(
         }
         try:
             with watch_compile(label="measurement") as during:
-                timings = measure_interleaved(fns, spec.synchronize, min_run_s=min_run_s)
+                timings = measure_interleaved(
+                    fns, spec.synchronize, min_run_s=min_run_s, clock=clock
+                )
         except Exception as exc:
             for n in alive:
                 outcomes[n].error = f"timing: {_first_line(exc)}"

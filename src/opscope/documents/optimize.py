@@ -65,6 +65,9 @@ class OptimizeTiming(TypedDict):
     """``torch.set_num_threads`` while optimizing."""
     threads_before: int
     min_run_s: float
+    clock: NotRequired[Literal["process_cpu", "wall"]]
+    """What each block was timed with: the process's CPU time on a CPU where torch runs one
+    thread (other processes' load is not in it), else the wall clock."""
     rounds: NotRequired[int]
     """Interleaved rounds of the one timing run."""
     more_runs: NotRequired[int]

@@ -77,7 +77,7 @@ def optimize(
     the profiles' run folders go (a temporary folder, removed, when None).
     """
     from opscope.capture.devices import resolve_device
-    from opscope.optimize.measure import pinned_threads
+    from opscope.optimize.measure import pinned_threads, timing_clock
     from opscope.optimize.verify import deterministic
 
     start = time.perf_counter()
@@ -93,7 +93,8 @@ def optimize(
     tmp = None if out is not None else tempfile.mkdtemp(prefix="opscope-optimize-")
     with contextlib.ExitStack() as stack:
         pin = stack.enter_context(pinned_threads(spec.kind, threads))
-        result.timing = {**pin, "min_run_s": min_run_s}
+        clock, clock_name = timing_clock(spec.kind)
+        result.timing = {**pin, "min_run_s": min_run_s, "clock": clock_name}
         if tgt.is_module and tgt.obj.training and not deterministic(tgt.obj, args):
             stack.enter_context(_eval_mode(tgt.obj))
             result.notes.append(
@@ -109,6 +110,7 @@ def optimize(
                 budget_s=budget_s,
                 start=start,
                 progress=progress,
+                clock=clock,
             ).go(
                 patterns=patterns,
                 modes=modes,
@@ -146,9 +148,11 @@ class _Run:
         budget_s: float,
         start: float,
         progress: Progress,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.tgt, self.args, self.spec, self.result = tgt, args, spec, result
         self.budget_s, self.start, self.progress = budget_s, start, progress
+        self.clock = clock  # what the timing's blocks are timed with (.measure.timing_clock)
 
     def left(self) -> float:
         return self.budget_s - (time.perf_counter() - self.start)
@@ -449,6 +453,7 @@ class _Run:
                 progress=lambda m: self.progress(f"timing: {m}"),
                 first_call_context=lambda: kernel_events(self.spec.kind),
                 on_report=on_report,
+                clock=self.clock,
             )
         r = self.result
         r.notes += [n for n in data.notes if n not in r.notes]
@@ -484,7 +489,8 @@ class _Run:
 
     def _settle(self, data: Any, variants: dict[str, Any], min_run_s: float) -> None:
         """More interleaved rounds while a verdict is open (:func:`.measure.more_rounds`),
-        within the budget (at least as long again as the first rounds took)."""
+        until the budget is spent (at least as long again as the first rounds took): on a
+        loaded machine an open verdict is settled by rounds, not left to chance."""
         import functools
 
         import torch
@@ -495,7 +501,7 @@ class _Run:
         if "original" not in timed or len(timed) < 2:
             return
         first = sum(sum(o.timing.samples_s) * o.timing.number for o in timed.values())
-        until = time.perf_counter() + max(min(self.left(), 8 * first), first)
+        until = time.perf_counter() + max(self.left() - 0.5, first)
         fns: dict[str, Callable[[], Any]] = {
             n: functools.partial(variants[n], *self.args) for n in timed
         }
@@ -507,6 +513,7 @@ class _Run:
                 self.spec.synchronize,
                 min_run_s=min_run_s,
                 until=until,
+                clock=self.clock,
             )
         for n, t in new.items():
             timed[n].timing = t

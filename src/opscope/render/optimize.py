@@ -91,6 +91,8 @@ def _head(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"timing: {rounds}torch.set_num_threads({t['threads']})"
             + (f" (was {t['threads_before']})" if t.get("threads_before") != t["threads"] else "")
+            + (", timed in process CPU time" if t.get("clock") == "process_cpu" else "")
+            + (f", {t['outlier_rounds']} outlier rounds dropped" if t.get("outlier_rounds") else "")
         )
     cap = doc.get("capture") or {}
     if cap.get("error"):
