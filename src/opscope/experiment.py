@@ -150,15 +150,20 @@ def optimize(
     *,
     budget_s: float | None = None,
     patterns: Any = None,
+    modes: Any = None,
     min_run_s: float = 0.2,
     profile: bool = True,
+    threads: int | None = None,
     out: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Optimization:
     """Find the fix for ``target`` (a function or an ``nn.Module``) on ``example_inputs`` (a
     tuple, or a callable returning one), apply it and prove it: fused built-ins for the
     unfused patterns in its graph, ``torch.compile`` in its modes, each compared with the
-    original (numerics, speedup with its 95 % interval, verdict, device ops per call).
+    original (numerics, speedup with its 95 % interval, verdict, device ops per call).  Every
+    printed patch is proven on its own patched source, with the parameters randomised.
+    ``modes``: the compile modes to try (``()``: none); ``threads``: torch's threads while
+    optimizing.
 
     Example::
 
@@ -168,8 +173,9 @@ def optimize(
     """
     from opscope.optimize.loop import DEFAULT_BUDGET_S
     from opscope.optimize.loop import optimize as run
+    from opscope.optimize.target import Target
 
-    if not callable(target):
+    if not callable(target) and not isinstance(target, Target):
         raise TypeError(
             f"opscope.optimize: target must be a function or an nn.Module, got "
             f"{type(target).__name__}"
@@ -186,8 +192,10 @@ def optimize(
             device,
             budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s,
             patterns=patterns,
+            modes=modes,
             min_run_s=min_run_s,
             profile=profile,
+            threads=threads,
             out=out,
             progress=progress or (lambda _m: None),
         )

@@ -28,6 +28,17 @@ def test_speedup_ci_of_a_clear_difference_excludes_one() -> None:
     assert hi < 1.0 and verdict(point, (lo, hi)) == "slower"
 
 
+def test_speedup_of_medians_is_the_ratio_of_the_medians_and_resamples_pairs() -> None:
+    ref = _timings(100e-6, 0.05, 41, 7)
+    var = _timings(80e-6, 0.05, 41, 8)
+    point, (lo, hi) = speedup_ci(ref, var, of_medians=True)
+    assert point == float(np.median(ref) / np.median(var))
+    assert lo <= point <= hi and lo > 1.0
+    assert speedup_ci(ref, var, of_medians=True) == (point, (lo, hi))  # seeded
+    with pytest.raises(ValueError, match="same length"):
+        speedup_ci(ref, var[:-1], paired=True, of_medians=True)
+
+
 def test_speedup_ci_is_reproducible() -> None:
     ref = _timings(1.0, 0.1, 20, 3)
     var = _timings(1.0, 0.1, 20, 4)

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 import optimize_models as M
+from opscope.optimize.capture import DYNAMO, capture
 from opscope.optimize.patch import make_patches, write_patched
-from opscope.optimize.patterns import capture, find_matches
+from opscope.optimize.patterns import find_matches
 from opscope.optimize.rewrite import apply_rewrites, check
 
 MODELS = Path(M.__file__)
@@ -71,7 +72,7 @@ def test_lambdas_in_sequential_match_but_get_no_patch() -> None:
     assert check(seq, apply_rewrites(cap.gm, ms), args)["ok"]
     patches = make_patches(ms, list(cap.gm.graph.nodes))
     assert not patches.hunks
-    assert all("lambda" in p for p in patches.problems)
+    assert all("lambda" in why for _, why in patches.problems)
 
 
 @pytest.mark.parametrize(
@@ -92,10 +93,15 @@ def test_softmax_over_another_dim_is_not_attention() -> None:
     assert ms == []
 
 
-def test_a_target_that_does_not_trace_says_so() -> None:
-    cap = capture(M.Branchy(), M.x_inputs())
+def test_a_target_that_does_not_trace_falls_back_to_the_compile_graph() -> None:
+    cap = capture(M.Branchy(), M.x_inputs(), fallback=False)
     assert cap.gm is None
     assert "does not trace" in (cap.error or "")
+    cap = capture(M.Branchy(), M.x_inputs())
+    assert cap.error is None and cap.method == DYNAMO and cap.graphs
+    assert "does not trace" in (cap.fx_error or "")
+    found = [m.pattern for g in cap.graphs for m in find_matches(g)]
+    assert found == ["silu"]  # in the branch Dynamo took
 
 
 def test_patch_of_the_function_replaces_its_lines() -> None:

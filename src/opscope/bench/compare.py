@@ -29,6 +29,7 @@ import contextlib
 import functools
 import math
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,20 +128,29 @@ def speedup_ci(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
     paired: bool | None = None,
+    of_medians: bool = False,
 ) -> tuple[float, tuple[float, float]]:
     """Speedup of the variant over the reference and its 95% percentile-bootstrap interval.
 
     Paired (the default when both have as many samples, as interleaved rounds give): the
     speedup of each round is ``reference / variant`` of the blocks timed back to back, so drift
     of the machine between rounds cancels; the point is their median.  Unpaired: the ratio of
-    the medians, resampling each side independently.
+    the medians, resampling each side independently.  ``of_medians`` (paired): the point is
+    the ratio of the two medians - the figure the medians printed beside it give - and the
+    rounds are resampled as pairs.
     """
     a = np.asarray(reference_s, dtype=np.float64)
     b = np.asarray(variant_s, dtype=np.float64)
     rng = np.random.default_rng(seed)
     if paired is None:
         paired = len(a) == len(b)
-    if paired:
+    if paired and of_medians:
+        if len(a) != len(b):
+            raise ValueError("paired samples must have the same length")
+        point = float(np.median(a) / np.median(b))
+        idx = rng.integers(0, len(a), size=(resamples, len(a)))
+        ratios = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
+    elif paired:
         if len(a) != len(b):
             raise ValueError("paired samples must have the same length")
         r = a / b
@@ -190,6 +200,13 @@ def _paired_noise(ref: Timing, var: Timing) -> float:
     b = np.asarray(var.samples_s)
     if len(a) != len(b) or len(a) < 4:
         return 0.5 * (_rel_iqr(ref) + _rel_iqr(var))
+    return paired_noise(a, b)
+
+
+def paired_noise(ref_s: Any, var_s: Any) -> float:
+    """:func:`_paired_noise` of two equally long series of per-round seconds."""
+    a = np.asarray(ref_s, dtype=np.float64)
+    b = np.asarray(var_s, dtype=np.float64)
     # on log ratios: relative noise, as verdict() compares it
     q1, q3 = np.percentile(np.log(a / b), [25, 75])
     return float((q3 - q1) / np.sqrt(len(a)))
@@ -235,9 +252,11 @@ def run_comparison(
     progress: Callable[[str], None] = lambda _msg: None,
     first_call_context: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     on_report: OnReport | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> ComparisonData:
     """Run the comparison; see the module docstring.  A variant that raises carries the error in
-    its row; the others still run."""
+    its row; the others still run.  ``clock``: what the steady-state blocks are timed with
+    (wall time by default)."""
     from opscope.bench.numerics import compare_outputs
     from opscope.capture.compile_metrics import watch_compile
     from opscope.capture.devices import DeviceSpec, resolve_device
@@ -291,7 +310,9 @@ def run_comparison(
         }
         try:
             with watch_compile(label="measurement") as during:
-                timings = measure_interleaved(fns, spec.synchronize, min_run_s=min_run_s)
+                timings = measure_interleaved(
+                    fns, spec.synchronize, min_run_s=min_run_s, clock=clock
+                )
         except Exception as exc:
             for n in alive:
                 outcomes[n].error = f"timing: {_first_line(exc)}"

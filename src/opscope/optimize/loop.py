@@ -1,59 +1,45 @@
-"""The optimize loop: capture, match, build candidates, compare each against the original,
-within a time budget.
+"""The optimize loop: capture, match, patch, prove each patch, build the compile candidates
+within the budget, time everything in one run, choose the best.
 
-Candidates, cheapest first, each stage one :func:`opscope.bench.compare.run_comparison`
-against the original (so every speedup is a ratio measured in the same interleaved run):
-
-1. each rewrite alone (one per pattern name found) and, with two or more, all together;
-2. ``torch.compile`` of the original, default mode;
-3. ``torch.compile`` of the rewritten graph (when there is one);
-4. ``torch.compile(mode="max-autotune-no-cudagraphs")``;
-5. ``mode="reduce-overhead"`` (CUDA only), ``backend="neuron"`` (Neuron only).
-
-Before each stage its cost is estimated (the measurement cost of the first stage per variant;
-a compile as long as the last one measured, a prior before any, three times that for
-max-autotune); a stage the budget left cannot pay for is listed as not tried, with why.
+1. **Capture** the graph (:mod:`.capture`: symbolic tracing, else Dynamo's graph) and scan it
+   for the patterns (:mod:`.patterns`): matches and near-misses.
+2. **Patches** (:mod:`.patch`, :mod:`.spell`): for each pattern found, ``rewrite:<pattern>``;
+   with two or more proven, ``rewrite:all`` (proven again).  Each patch is **proven** on its
+   own patched source (:mod:`.verify`); the patched model is the candidate.  A rewrite without
+   a proven patch is listed, failed, with the reason, and never timed as faster.
+3. **Compile candidates**, cheapest first: ``compile:default``, ``compile+rewrites`` (the
+   proven patched model, compiled), ``mode="max-autotune-no-cudagraphs"``,
+   ``mode="reduce-overhead"`` (CUDA), ``backend="neuron"`` (Neuron).  Before each compile its
+   cost is estimated (as long as the last compile measured, a prior before any, three times
+   that for max-autotune) with the final timing's share kept aside; what the budget cannot pay
+   for is listed as not tried, with why.
+4. **One timing** of the original and every candidate built (:mod:`.measure`), threads
+   pinned, then the verdicts, the best, the near-misses (:mod:`.nearmiss`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import shutil
+import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from opscope.optimize.patch import compile_line, make_patches
 from opscope.optimize.result import Candidate, NotTried, OptimizeResult
+from opscope.optimize.target import Target, target_name
 
 DEFAULT_BUDGET_S = 120.0
 COMPILE_PRIOR_S = {"cpu": 25.0}  # before any compile was measured; accelerators: 40 s
+MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead", "neuron")
 Progress = Callable[[str], None]
 
 
 def _noop(_: str) -> None:
     return None
-
-
-@contextlib.contextmanager
-def _kernel_events(device_kind: str) -> Iterator[None]:
-    """On the CPU, Inductor's generated kernels record profiler events (the trace then shows
-    the fused kernels, so device ops per call count them)."""
-    if device_kind != "cpu":
-        yield
-        return
-    try:
-        import torch._inductor.config as inductor_config
-
-        patch = inductor_config.patch({"cpp.enable_kernel_profile": True})
-    except Exception:
-        yield
-        return
-    with patch:
-        yield
 
 
 def _to_device(x: Any, device: str) -> Any:
@@ -66,11 +52,6 @@ def _to_device(x: Any, device: str) -> Any:
     return x
 
 
-def target_name(target: Any) -> str:
-    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
-    return str(name or type(target).__name__)
-
-
 def optimize(
     target: Any,
     example_inputs: Sequence[Any] | Callable[[], Sequence[Any]],
@@ -78,328 +59,505 @@ def optimize(
     *,
     budget_s: float = DEFAULT_BUDGET_S,
     patterns: Sequence[str] | None = None,
+    modes: Sequence[str] | None = None,
     min_run_s: float = 0.2,
     profile: bool = True,
+    threads: int | None = None,
     out: str | None = None,
     name: str | None = None,
     progress: Progress = _noop,
 ) -> OptimizeResult:
     """Find the fused built-ins and compile modes that make ``target`` faster, and prove it.
 
-    ``target``: a function or an ``nn.Module``; ``example_inputs``: the argument tuple (or a
-    callable returning it), moved to ``device`` (auto-detected when None).  Every candidate is
-    compared with the original on identical inputs (numerics, compile time, interleaved
-    timing, speedup with its 95 % interval, device ops per call); see the module docstring.
-    ``out``: where the profiles' run folders go (a temporary folder, removed, when None).
+    ``target``: a function, an ``nn.Module``, or a :class:`~opscope.optimize.target.Target`
+    (how it was built: the patched source is built the same way); ``example_inputs``: the
+    argument tuple (or a callable returning it), moved to ``device`` (auto-detected when
+    None).  ``modes``: the compile modes to try (all by default, ``()`` none).  ``threads``:
+    torch's intra-op threads while optimizing (default: see :mod:`.measure`).  ``out``: where
+    the profiles' run folders go (a temporary folder, removed, when None).
     """
-    import torch
-
     from opscope.capture.devices import resolve_device
-    from opscope.optimize.patterns import PATTERNS, capture, find_matches
-    from opscope.optimize.rewrite import apply_rewrites
+    from opscope.optimize.measure import pinned_threads, timing_clock
+    from opscope.optimize.verify import deterministic
 
     start = time.perf_counter()
     spec = resolve_device(device)
+    tgt = target if isinstance(target, Target) else Target.of(target, name)
+    if name:
+        tgt.label = name
     args = tuple(example_inputs() if callable(example_inputs) else example_inputs)
     args = tuple(_to_device(a, spec.torch_device) for a in args)
-    if isinstance(target, torch.nn.Module):
-        target = target.to(spec.torch_device)
-    label = name or target_name(target)
-    result = OptimizeResult(target=label, device=spec.to_dict(), budget_s=budget_s)
-
-    # 2. graph and patterns
-    progress("capturing the graph")
-    cap = capture(target, args)
-    result.capture = {"method": cap.method, "error": cap.error, "matches": []}
-    matches = []
-    if cap.gm is not None:
-        matches = find_matches(cap.gm, tuple(patterns or PATTERNS))
-        result.capture["matches"] = [m.to_dict() for m in matches]
-    else:
-        result.notes.append(f"{cap.error}: no rewrite is possible; compile is still tried")
-    patches = make_patches(matches, list(cap.gm.graph.nodes) if cap.gm is not None else [])
-    result.notes += [f"no patch for {p}" for p in patches.problems]
-    result.hunks = list(patches.hunks)
-    found = list(dict.fromkeys(m.pattern for m in matches))
-
-    # 3. candidates, cheapest first, in stages
-    is_class = isinstance(target, torch.nn.Module)
-    stages: list[tuple[str, list[Candidate]]] = []
-    first: list[Candidate] = []
-    for p in found:
-        gm = apply_rewrites(cap.gm, [m for m in matches if m.pattern == p])
-        first.append(Candidate(f"rewrite:{p}", "rewrite", [p], fn=gm, patch=patches.diff([p])))
-    all_gm = apply_rewrites(cap.gm, matches) if len(found) > 1 else None
-    if all_gm is not None:
-        first.append(
-            Candidate("rewrite:all", "combined", list(found), fn=all_gm, patch=patches.diff())
-        )
-    if first:
-        stages.append(("rewrites", first))
-    modes: list[tuple[str, dict[str, Any]]] = [("default", {})]
-    stages.append(("compile", [_compile_candidate(target, "default", {}, label, is_class)]))
-    rewritten = all_gm if all_gm is not None else (first[0].fn if first else None)
-    if rewritten is not None:
-        c = _compile_candidate(rewritten, "default", {}, label, is_class)
-        c.name, c.kind, c.patterns = "compile+rewrites", "combined", list(found)
-        diff = patches.diff()
-        c.patch = (diff or "") + ("\n" if diff else "") + compile_line(label, is_class)
-        stages.append(("compile of the rewritten graph", [c]))
-    slow_modes = [("max-autotune-no-cudagraphs", {"mode": "max-autotune-no-cudagraphs"})]
-    if spec.kind == "cuda":
-        slow_modes.append(("reduce-overhead", {"mode": "reduce-overhead"}))
-    if spec.kind == "neuron":
-        slow_modes.append(("neuron", {"backend": "neuron"}))
-    for mode, kw in slow_modes:
-        stages.append((f"compile {mode}", [_compile_candidate(target, mode, kw, label, is_class)]))
-    del modes
-
-    # 4. each stage through the comparison, within the budget
-    tmp = None
-    if out is None:
-        tmp = tempfile.mkdtemp(prefix="opscope-optimize-")
-    runs = out or tmp or "opscope-runs"
-    per_variant_s: float | None = None
-    last_compile_s: float | None = None
-    try:
-        for stage, cands in stages:
-            spent = time.perf_counter() - start
-            left = budget_s - spent
-            prior = 4 * min_run_s + (2.0 if profile else 0.3)  # per variant, before a measure
-            est = _estimate(cands, per_variant_s or prior, last_compile_s, spec.kind)
-            if est > left:
-                for c in cands:
-                    result.not_tried.append(
-                        NotTried(
-                            c.name,
-                            c.kind,
-                            c.patterns,
-                            f"budget: about {est:.0f} s needed, {max(left, 0):.0f} s of the "
-                            f"{budget_s:.0f} s left (raise --budget)",
-                        )
-                    )
-                continue
-            t0 = time.perf_counter()
-            outcome = _run_stage(
-                target,
-                args,
-                cands,
-                spec,
-                runs=runs,
+    if tgt.is_module:
+        tgt.obj.to(spec.torch_device)
+    result = OptimizeResult(target=tgt.label, device=spec.to_dict(), budget_s=budget_s)
+    tmp = None if out is not None else tempfile.mkdtemp(prefix="opscope-optimize-")
+    with contextlib.ExitStack() as stack:
+        pin = stack.enter_context(pinned_threads(spec.kind, threads))
+        clock, clock_name = timing_clock(spec.kind)
+        result.timing = {**pin, "min_run_s": min_run_s, "clock": clock_name}
+        if tgt.is_module and tgt.obj.training and not deterministic(tgt.obj, args):
+            stack.enter_context(_eval_mode(tgt.obj))
+            result.notes.append(
+                "the model's outputs change from call to call in training mode (dropout): "
+                "everything was compared and timed in eval mode"
+            )
+        try:
+            _Run(
+                tgt,
+                args=args,
+                spec=spec,
+                result=result,
+                budget_s=budget_s,
+                start=start,
+                progress=progress,
+                clock=clock,
+            ).go(
+                patterns=patterns,
+                modes=modes,
                 min_run_s=min_run_s,
                 profile=profile,
-                progress=progress,
-                stage=stage,
-                result=result,
+                runs=out or tmp or "opscope-runs",
             )
-            took = time.perf_counter() - t0
-            compiled = [c.compile_s for c in cands if c.compile_s]
-            if compiled:
-                last_compile_s = max(compiled)
-            if per_variant_s is None and outcome:
-                per_variant_s = took / (len(cands) + 1)
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    result.candidates = [c for _, cands in stages for c in cands if c.tried]
-    if sum(1 for c in result.candidates if c.compile_s) > 1:
-        result.notes.append(
-            "compile_s after the first compile candidate reuses what torch.compile cached "
-            "from it (Inductor's graph and kernel caches): read it as a warm compile time"
-        )
-    result.choose_best()
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
     result.elapsed_s = time.perf_counter() - start
     return result
 
 
-def _compile_candidate(
-    fn: Any, mode: str, kwargs: dict[str, Any], label: str, is_class: bool
-) -> Candidate:
-    name = f"compile:{mode}"
-    c = Candidate(name, "compile", [], fn=None, patch=compile_line(label, is_class, mode))
-    c.compile_of = fn
-    c.compile_kwargs = kwargs
-    return c
+@contextlib.contextmanager
+def _eval_mode(model: Any) -> Any:
+    """``model.eval()`` for the duration; each module's mode restored after."""
+    modes = {name: m.training for name, m in model.named_modules()}
+    model.eval()
+    try:
+        yield model
+    finally:
+        for name, m in model.named_modules():
+            m.training = modes.get(name, m.training)
 
 
-def _estimate(
-    cands: list[Candidate], per_variant_s: float, compile_s: float | None, kind: str
-) -> float:
-    total = per_variant_s * (len(cands) + 1)
-    for c in cands:
-        if c.compile_of is None:
-            continue
-        base = compile_s if compile_s is not None else COMPILE_PRIOR_S.get(kind, 40.0)
-        total += base * (3.0 if "autotune" in c.name else 1.0)
-    return total
+class _Run:
+    def __init__(
+        self,
+        tgt: Target,
+        *,
+        args: tuple[Any, ...],
+        spec: Any,
+        result: OptimizeResult,
+        budget_s: float,
+        start: float,
+        progress: Progress,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.tgt, self.args, self.spec, self.result = tgt, args, spec, result
+        self.budget_s, self.start, self.progress = budget_s, start, progress
+        self.clock = clock  # what the timing's blocks are timed with (.measure.timing_clock)
 
+    def left(self) -> float:
+        return self.budget_s - (time.perf_counter() - self.start)
 
-def _run_stage(
-    target: Any,
-    args: tuple[Any, ...],
-    cands: list[Candidate],
-    spec: Any,
-    *,
-    runs: str,
-    min_run_s: float,
-    profile: bool,
-    progress: Progress,
-    stage: str,
-    result: OptimizeResult,
-) -> bool:
-    import torch
+    def go(
+        self,
+        *,
+        patterns: Sequence[str] | None,
+        modes: Sequence[str] | None,
+        min_run_s: float,
+        profile: bool,
+        runs: str,
+    ) -> None:
+        from opscope.optimize.capture import capture
+        from opscope.optimize.nearmiss import near_misses
+        from opscope.optimize.patterns import PATTERNS, scan
+        from opscope.optimize.verify import patched_folder
 
-    from opscope.bench.compare import run_comparison
+        result, tgt = self.result, self.tgt
+        self.progress("capturing the graph")
+        cap = capture(tgt.obj, self.args)
+        result.capture = cap.to_dict()
+        matches, misses = [], []
+        for g in cap.graphs:
+            found, missed = scan(g, tuple(patterns or PATTERNS))
+            matches += found
+            misses += missed
+        result.capture["matches"] = [m.to_dict() for m in matches]
+        if cap.error:
+            result.notes.append(f"{cap.error}: no rewrite is possible; compile is still tried")
+        elif cap.fx_error:
+            result.notes.append(
+                f"{cap.fx_error}: the patterns were matched on the graph "
+                "torch.compile captures (Dynamo), mapped back to the source"
+            )
+        patches = make_patches(matches, cap.nodes())
+        result.hunks = list(patches.hunks)
+        found_patterns = list(dict.fromkeys(m.pattern for m in matches))
+        cands = self._rewrite_candidates(found_patterns, patches)
+        if self.budget_s <= 0:
+            self._none_tried(cands, modes)
+        else:
+            with patched_folder() as folder:
+                self._prove(cands, patches, folder)
+                proven = [c.patterns[0] for c in cands if c.patch_verified]
+                if len(proven) > 1:  # all the proven rewrites together, proven again
+                    both = Candidate(
+                        "rewrite:all",
+                        "combined",
+                        proven,
+                        patch=patches.diff(proven),
+                        needs_patch=True,
+                    )
+                    cands.append(both)
+                    self._prove([both], patches, folder)
+                ready = [c for c in cands if c.fn is not None]
+                t_call = _call_time(tgt.obj, self.args, self.spec)
+                per_variant = 4 * min_run_s + 15 * max(t_call, 0.01) + 6 * t_call
+                per_variant += 1.0 if profile else 0.2
+                ready = self._fit(ready, per_variant)
+                compiled = self._compile_candidates(cands, modes, per_variant, len(ready))
+                self._time(ready + compiled, min_run_s=min_run_s, profile=profile, runs=runs)
+        result.candidates = [c for c in cands if c.tried or (c.verdict == "failed" and c.reason)]
+        result.candidates += [c for c in self._compiled if c.tried]
+        if sum(1 for c in result.candidates if c.compile_s) > 1:
+            result.notes.append(
+                "compile_s after the first compile candidate reuses what torch.compile cached "
+                "from it (Inductor's graph and kernel caches): read it as a warm compile time"
+            )
+        result.choose_best()
+        proven_patterns = {p for c in cands if c.patch_verified for p in c.patterns}
+        unpatched = list(patches.problems)
+        for c in cands:
+            if c.patch is not None and not c.patch_verified and c.kind == "rewrite":
+                unpatched += [
+                    (m, f"the patch is not proven: {c.reason}")
+                    for m in matches
+                    if m.pattern in c.patterns
+                ]
+        result.near_misses = near_misses(
+            misses=misses,
+            unpatched=unpatched,
+            findings=(result.baseline or {}).get("findings") or [],
+            proven=proven_patterns,
+            matched={m.pattern for m in matches},
+            capture_error=cap.error,
+        )
 
-    variants: dict[str, Callable[..., Any]] = {"original": target}
-    for c in cands:
-        if c.compile_of is not None:
-            torch._dynamo.reset()  # an honest compile time: nothing cached from a stage before
+    # -- rewrites ---------------------------------------------------------------------------
+
+    def _rewrite_candidates(self, found: list[str], patches: Any) -> list[Candidate]:
+        """``rewrite:<pattern>`` for each pattern found (failed, with why, when it got no
+        patch); ``rewrite:all`` comes after their proofs."""
+        out: list[Candidate] = []
+        for p in found:
+            c = Candidate(f"rewrite:{p}", "rewrite", [p], patch=patches.diff([p]), needs_patch=True)
+            if not patches.chosen([p]):
+                why = "; ".join(dict.fromkeys(w for m, w in patches.problems if m.pattern == p))
+                c.fail(f"no patch: {why or 'no source edit'}")
+            out.append(c)
+        return out
+
+    def _prove(self, cands: list[Candidate], patches: Any, folder: Path) -> None:
+        from opscope.optimize.patterns import REGISTRY
+        from opscope.optimize.verify import build_patched, prove
+
+        for c in cands:
+            if c.verdict == "failed" and c.reason:
+                continue
+            self.progress(f"{c.name}: proving the patch")
+            hunks = patches.chosen(c.patterns)
+            expected: dict[str, int] = {}
+            for h in hunks:
+                fn = REGISTRY[h.pattern].calls
+                expected[fn] = expected.get(fn, 0) + h.matches
+            try:
+                model = build_patched(self.tgt, patches.texts(c.patterns), folder)
+            except Exception as exc:
+                c.fail(f"the patch is not proven: {str(exc)[:300]}")
+                c.patch_check = {
+                    "max_abs_err": None,
+                    "inputs": 0,
+                    "params_randomised": False,
+                    "reason": str(exc)[:300],
+                }
+                continue
+            check = prove(self.tgt.obj, model, self.args, expected)
+            c.patch_check = check.to_dict()
+            c.patch_verified = check.verified
+            if check.verified:
+                c.fn = c.model = model
+                if check.eval_mode:
+                    self.result.notes.append(
+                        f"{c.name}: proven in eval mode (the model's dropout is random while "
+                        "training)"
+                    )
+            else:
+                c.fail(f"the patch is not proven: {check.reason}")
+
+    def _fit(self, ready: list[Candidate], per_variant: float) -> list[Candidate]:
+        """The rewrite candidates the budget can time (cheapest first), the rest not tried."""
+        keep: list[Candidate] = []
+        for c in ready:
+            need = per_variant * (len(keep) + 2)
+            if need > self.left():
+                self._skip(c, need)
+            else:
+                keep.append(c)
+        return keep
+
+    def _skip(self, c: Candidate, need: float) -> None:
+        c.fn = None
+        self.result.not_tried.append(
+            NotTried(
+                c.name,
+                c.kind,
+                c.patterns,
+                f"budget: about {need:.0f} s needed, {max(self.left(), 0):.0f} s of the "
+                f"{self.budget_s:.0f} s left (raise --budget)",
+                patch=c.patch if c.patch_verified else None,
+                patch_verified=c.patch_verified,
+            )
+        )
+        c.reason = None  # listed under not_tried, not as a candidate
+        c.verdict = "not tried"
+
+    def _none_tried(self, cands: list[Candidate], modes: Sequence[str] | None) -> None:
+        for c in cands:
+            if c.verdict == "failed" and c.reason:
+                continue
+            self._skip(c, 0.0)
+        for mode, _ in self._modes(modes):
+            self.result.not_tried.append(
+                NotTried(f"compile:{mode}", "compile", [], "budget: 0 s (raise --budget)")
+            )
+        if any(c.kind in ("rewrite", "combined") for c in cands):
+            self.result.not_tried.append(
+                NotTried("compile+rewrites", "combined", [], "budget: 0 s (raise --budget)")
+            )
+        self._compiled = []
+
+    # -- compile ----------------------------------------------------------------------------
+
+    _compiled: list[Candidate]
+
+    def _modes(self, modes: Sequence[str] | None) -> list[tuple[str, dict[str, Any]]]:
+        want = list(MODES if modes is None else modes)
+        out: list[tuple[str, dict[str, Any]]] = []
+        for m in want:
+            if m == "reduce-overhead" and self.spec.kind != "cuda":
+                continue
+            if m == "neuron":
+                if self.spec.kind == "neuron":
+                    out.append((m, {"backend": "neuron"}))
+                continue
+            out.append((m, {} if m == "default" else {"mode": m}))
+        return out
+
+    def _compile_candidates(
+        self,
+        cands: list[Candidate],
+        modes: Sequence[str] | None,
+        per_variant: float,
+        n_ready: int,
+    ) -> list[Candidate]:
+        import torch
+
+        from opscope.capture.compile_metrics import watch_compile
+        from opscope.study.rmsnorm import kernel_events
+
+        tgt = self.tgt
+        proven_all = next(
+            (c for c in reversed(cands) if c.model is not None and c.patch_verified), None
+        )
+        plan: list[Candidate] = []
+        for mode, kw in self._modes(modes):
+            c = Candidate(
+                f"compile:{mode}",
+                "compile",
+                [],
+                patch=compile_line(tgt.compile_target(), tgt.is_module, mode),
+            )
+            c.compile_of, c.compile_kwargs = tgt.obj, kw
+            plan.append(c)
+            if mode == "default" and proven_all is not None:
+                cr = Candidate("compile+rewrites", "combined", list(proven_all.patterns))
+                cr.patch = (proven_all.patch or "") + compile_line(
+                    tgt.compile_target(), tgt.is_module
+                )
+                cr.compile_of, cr.needs_patch = proven_all.model, True
+                cr.patch_verified, cr.patch_check = True, proven_all.patch_check
+                plan.append(cr)
+        self._compiled = plan
+        built: list[Candidate] = []
+        last: float | None = None
+        for c in plan:
+            prior = last if last is not None else COMPILE_PRIOR_S.get(self.spec.kind, 40.0)
+            est = prior * (3.0 if "autotune" in c.name else 1.0) + per_variant
+            reserve = per_variant * (n_ready + len(built) + 1)
+            if est + reserve > self.left():
+                self.result.not_tried.append(
+                    NotTried(
+                        c.name,
+                        c.kind,
+                        c.patterns,
+                        f"budget: about {est:.0f} s needed (with the timing's "
+                        f"{reserve:.0f} s), {max(self.left(), 0):.0f} s of the "
+                        f"{self.budget_s:.0f} s left (raise --budget)",
+                        patch=c.patch,
+                        patch_verified=c.patch_verified,
+                    )
+                )
+                continue
+            self.progress(f"{c.name}: compiling (the first compile takes a while)")
+            c.tried = True
             try:
                 c.fn = torch.compile(c.compile_of, **c.compile_kwargs)
-            except Exception as exc:  # e.g. an unknown backend
-                c.tried = True
+                t0 = time.perf_counter()
+                with kernel_events(self.spec.kind), watch_compile(label=c.name), torch.no_grad():
+                    c.fn(*self.args)
+                    self.spec.synchronize()
+                c.compile_s = time.perf_counter() - t0
+                last = c.compile_s
+            except Exception as exc:
+                c.fn = None
                 c.fail(f"compile: {type(exc).__name__}: {str(exc).strip()[:200]}")
                 continue
-        variants[c.name] = c.fn
-    if len(variants) == 1:
-        return False
-    reports: dict[str, Any] = {}
+            built.append(c)
+        return built
 
-    def on_report(report: Any, _run_dir: Path, v: Any) -> None:
-        reports[v.name] = report
+    # -- timing -----------------------------------------------------------------------------
 
-    def stage_progress(msg: str) -> None:
-        if ": first call" in msg and msg.startswith("compile"):
-            msg = msg.replace("first call", "compiling (the first compile takes a while)")
-        progress(f"{stage}: {msg}")
+    def _time(self, cands: list[Candidate], *, min_run_s: float, profile: bool, runs: str) -> None:
+        import torch
 
-    with torch.no_grad():
-        data = run_comparison(
-            variants,
-            args,
-            reference="original",
-            device=spec,
-            min_run_s=min_run_s,
-            profile=profile,
-            out=runs,
-            label="optimize",
-            progress=stage_progress,
-            first_call_context=lambda: _kernel_events(spec.kind),
-            on_report=on_report,
-        )
-    result.notes += [n for n in data.notes if n not in result.notes]
-    ref = data.variant("original")
-    if ref is not None and not result.baseline:
-        result.baseline = {
-            "latency_us": ref.latency_us(),
-            "device_ops_per_call": ref.device_ops,
-            "device_us": ref.device_us,
-            "findings": _findings(reports.get("original")),
+        from opscope.bench.compare import run_comparison
+        from opscope.study.rmsnorm import kernel_events
+
+        variants: dict[str, Callable[..., Any]] = {"original": self.tgt.obj}
+        for c in cands:
+            variants[c.name] = c.fn
+        reports: dict[str, Any] = {}
+
+        def on_report(report: Any, _run_dir: Path, v: Any) -> None:
+            reports[v.name] = report
+
+        self.progress("timing " + ", ".join(variants))
+        with torch.no_grad():
+            data = run_comparison(
+                variants,
+                self.args,
+                reference="original",
+                device=self.spec,
+                min_run_s=min_run_s,
+                profile=profile,
+                out=runs,
+                label="optimize",
+                progress=lambda m: self.progress(f"timing: {m}"),
+                first_call_context=lambda: kernel_events(self.spec.kind),
+                on_report=on_report,
+                clock=self.clock,
+            )
+        r = self.result
+        r.notes += [n for n in data.notes if n not in r.notes]
+        self._settle(data, variants, min_run_s)
+        dropped = self._trim(data)
+        ref = data.variant("original")
+        if ref is not None:
+            r.baseline = {
+                "latency_us": ref.latency_us(),
+                "device_ops_per_call": ref.device_ops,
+                "device_us": ref.device_us,
+                "findings": _findings(reports.get("original")),
+            }
+            if ref.timing is not None:
+                r.timing["rounds"] = ref.timing.summary.n
+                r.timing["outlier_rounds"] = dropped
+        for c in cands:
+            o = data.variant(c.name)
+            if o is not None:
+                c.absorb(o, ref, trimmed_rounds=dropped)
+
+    def _trim(self, data: Any) -> int:
+        """The outlier rounds of the timed variants dropped from all of them alike
+        (:func:`.measure.trimmed`), so that each speedup is the ratio of the medians printed;
+        how many."""
+        from opscope.optimize.measure import trimmed
+
+        timed = {o.name: o for o in data.variants if o.timing is not None and not o.error}
+        new, dropped = trimmed({n: o.timing for n, o in timed.items()})
+        for n, t in new.items():
+            timed[n].timing = t
+        return dropped
+
+    def _settle(self, data: Any, variants: dict[str, Any], min_run_s: float) -> None:
+        """More interleaved rounds while a verdict is open (:func:`.measure.more_rounds`),
+        until the budget is spent (at least as long again as the first rounds took): on a
+        loaded machine an open verdict is settled by rounds, not left to chance."""
+        import functools
+
+        import torch
+
+        from opscope.optimize.measure import more_rounds
+
+        timed = {o.name: o for o in data.variants if o.timing is not None and not o.error}
+        if "original" not in timed or len(timed) < 2:
+            return
+        first = sum(sum(o.timing.samples_s) * o.timing.number for o in timed.values())
+        until = time.perf_counter() + max(self.left() - 0.5, first)
+        fns: dict[str, Callable[[], Any]] = {
+            n: functools.partial(variants[n], *self.args) for n in timed
         }
-    for c in cands:
-        o = data.variant(c.name)
-        if o is None:
-            continue
-        c.tried = True
-        c.absorb(o)
-    return True
+        with torch.no_grad():
+            new, extra = more_rounds(
+                fns,
+                {n: o.timing for n, o in timed.items()},
+                "original",
+                self.spec.synchronize,
+                min_run_s=min_run_s,
+                until=until,
+                clock=self.clock,
+            )
+        for n, t in new.items():
+            timed[n].timing = t
+        if extra:
+            self.result.timing["more_runs"] = extra
+
+
+def _call_time(fn: Any, args: tuple[Any, ...], spec: Any) -> float:
+    import torch
+
+    times = []
+    with torch.no_grad():
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn(*args)
+            spec.synchronize()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def _findings(report: Any) -> list[dict[str, Any]]:
     if report is None:
         return []
-    return [
-        {"kind": f.get("kind"), "title": f.get("title")}
-        for f in report.findings
-        if isinstance(f, dict)
-    ][:5]
-
-
-def load_target(spec: str) -> tuple[Any, str, bool]:
-    """``FILE.py:NAME`` -> (the target, its file, whether it is an ``nn.Module`` class or a
-    factory): a function, an ``nn.Module`` subclass built without arguments, or a factory
-    returning a module."""
-    import torch
-
-    obj, file = load_object(spec)
-    if inspect.isclass(obj) and issubclass(obj, torch.nn.Module):
-        return obj(), file, True
-    if callable(obj) and not isinstance(obj, torch.nn.Module):
-        try:
-            params = inspect.signature(obj).parameters
-        except (TypeError, ValueError):
-            params = {}  # type: ignore[assignment]
-        required = [
-            p
-            for p in params.values()
-            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-        if not required:  # a factory
-            made = obj()
-            if isinstance(made, torch.nn.Module):
-                return made, file, True
-            raise _error(
-                f"{spec}: called without arguments it returned {type(made).__name__}, "
-                "not an nn.Module"
-            )
-    return obj, file, False
-
-
-def load_object(spec: str) -> tuple[Any, str]:
-    """``FILE.py:NAME`` -> (the object, the file's path)."""
-    import importlib.util
-    import sys
-
-    file, sep, attr = spec.rpartition(":")
-    if not sep or not file or not attr:
-        raise _error(f"{spec!r}: expected FILE.py:NAME")
-    path = Path(file)
-    if not path.is_file():
-        raise _error(f"{file}: no such file")
-    mod_name = f"_opscope_user_{path.stem}_{abs(hash(str(path.resolve()))) % 10**8}"
-    spec_obj = importlib.util.spec_from_file_location(mod_name, path)
-    if spec_obj is None or spec_obj.loader is None:
-        raise _error(f"{file}: not a Python file")
-    module = importlib.util.module_from_spec(spec_obj)
-    sys.modules[mod_name] = module
-    sys.path.insert(0, str(path.resolve().parent))
-    try:
-        spec_obj.loader.exec_module(module)
-    except Exception as exc:
-        raise _error(f"{file}: importing it failed: {type(exc).__name__}: {exc}") from None
-    finally:
-        sys.path.remove(str(path.resolve().parent))
-    obj = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise _error(f"{file} has no {attr!r}")
-        obj = getattr(obj, part)
-    return obj, str(path.resolve())
-
-
-def parse_inputs(text: str, device: str | None = None) -> tuple[Any, ...]:
-    """``4x512:bfloat16,512`` -> random tensors of those shapes (seeded), float32 by default."""
-    import torch
-
-    from opscope.study.rmsnorm import parse_shape
-
-    gen = torch.Generator().manual_seed(0)
     out = []
-    for part in text.split(","):
-        if not part.strip():
+    for f in report.findings:
+        if not isinstance(f, dict):
             continue
-        dims, dtype = parse_shape(part)
-        out.append(torch.randn(dims, generator=gen).to(getattr(torch, dtype)))
-    if not out:
-        raise _error(f"--inputs {text!r}: no shapes")
-    return tuple(out)
+        d = f.get("details") or {}
+        row: dict[str, Any] = {"kind": f.get("kind"), "title": f.get("title")}
+        if f.get("kind") == "fusion":
+            row["details"] = {k: d.get(k) for k in ("pattern", "ops", "scope", "builtin")}
+        out.append(row)
+    return out[:8]
 
 
-def _error(msg: str) -> Exception:
-    from opscope.errors import OpscopeError
+# the names the CLI and older callers import from here
+from opscope.optimize.target import load_object, load_target, parse_inputs  # noqa: E402
 
-    return OpscopeError(msg)
-
-
-__all__ = ["DEFAULT_BUDGET_S", "load_object", "load_target", "optimize", "parse_inputs"]
+__all__ = [
+    "DEFAULT_BUDGET_S",
+    "MODES",
+    "load_object",
+    "load_target",
+    "optimize",
+    "parse_inputs",
+    "target_name",
+]

@@ -1,5 +1,6 @@
 """Renders what ``opscope optimize`` found (``opscope.optimize/1``): plain text for the
-terminal and Markdown, both strings from the document."""
+terminal and Markdown, both strings from the document.  Every candidate's patch is printed
+(a compile line, a diff, or both), each with whether it was proven."""
 
 from __future__ import annotations
 
@@ -23,29 +24,52 @@ def _numerics(c: dict[str, Any]) -> str:
     return "DIFFERS" if err is not None else "-"
 
 
+def _patch_cell(c: dict[str, Any]) -> str:
+    if c["kind"] == "compile":
+        return "line"
+    if c.get("patch_verified"):
+        return "proven"
+    return "NOT PROVEN" if c.get("patch") else "none"
+
+
 def _ops(c: dict[str, Any]) -> str:
     n = c.get("device_ops_per_call")
     return "-" if n is None else str(n)
 
 
+def _latency(c: dict[str, Any]) -> str:
+    lat = c.get("latency_us") or {}
+    return us(lat.get("median")) if lat.get("median") is not None else "-"
+
+
+HEADERS = [
+    "candidate",
+    "kind",
+    "patch",
+    "numerics",
+    "compile",
+    "latency",
+    "speedup [95% CI]",
+    "verdict",
+    "ops/call",
+]
+
+
 def _rows(doc: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for c in doc["candidates"]:
-        rows.append(
-            [
-                c["name"],
-                c["kind"],
-                _numerics(c),
-                f"{c['compile_s']:.1f} s" if c.get("compile_s") is not None else "-",
-                _speedup(c),
-                c["verdict"],
-                _ops(c),
-            ]
-        )
-    return rows
-
-
-HEADERS = ["candidate", "kind", "numerics", "compile", "speedup [95% CI]", "verdict", "ops/call"]
+    return [
+        [
+            c["name"],
+            c["kind"],
+            _patch_cell(c),
+            _numerics(c),
+            f"{c['compile_s']:.1f} s" if c.get("compile_s") is not None else "-",
+            _latency(c),
+            _speedup(c),
+            c["verdict"],
+            _ops(c),
+        ]
+        for c in doc["candidates"]
+    ]
 
 
 def _head(doc: dict[str, Any]) -> list[str]:
@@ -54,21 +78,50 @@ def _head(doc: dict[str, Any]) -> list[str]:
     lat = base.get("latency_us") or {}
     lines = [f"opscope optimize: {doc['target']} on {dev.get('name', dev.get('kind', '?'))}"]
     ops = base.get("device_ops_per_call")
-    lines.append(
-        f"original: {us(lat.get('median')) if lat else '-'} per call"
-        + (f", {ops} device ops per call" if ops is not None else "")
-    )
+    if lat.get("median") is not None:
+        lines.append(
+            f"original: {us(lat['median'])} per call"
+            + (f", {ops} device ops per call" if ops is not None else "")
+        )
+    else:
+        lines.append(f"original: not timed (budget {doc.get('budget_s', 0):.0f} s)")
+    t = doc.get("timing") or {}
+    if t.get("threads") is not None:
+        rounds = f"{t['rounds']} interleaved rounds, " if t.get("rounds") else ""
+        lines.append(
+            f"timing: {rounds}torch.set_num_threads({t['threads']})"
+            + (f" (was {t['threads_before']})" if t.get("threads_before") != t["threads"] else "")
+            + (", timed in process CPU time" if t.get("clock") == "process_cpu" else "")
+            + (f", {t['outlier_rounds']} outlier rounds dropped" if t.get("outlier_rounds") else "")
+        )
     cap = doc.get("capture") or {}
     if cap.get("error"):
         lines.append(f"graph: {cap['error']}")
     else:
         found = [m["pattern"] for m in cap.get("matches") or []]
+        via = " (from the torch.compile graph)" if cap.get("fx_error") else ""
         lines.append(
             "patterns found: "
             + (", ".join(dict.fromkeys(found)) if found else "none")
             + (f" ({len(found)} matches)" if found else "")
+            + via
         )
     return lines
+
+
+def _check(c: dict[str, Any]) -> str | None:
+    pc = c.get("patch_check")
+    if not pc or c["kind"] == "compile":
+        return None
+    if c.get("patch_verified"):
+        what = "parameters randomised" if pc.get("params_randomised") else "fresh inputs"
+        err = pc.get("max_abs_err")
+        mode = ", in eval mode" if pc.get("eval_mode") else ""
+        return (
+            f"proven: the patched source gives the original's outputs on {pc.get('inputs')} "
+            f"input sets ({what}{mode}; max abs error {err:.1g})"
+        )
+    return None
 
 
 def _tail(doc: dict[str, Any]) -> tuple[list[str], list[tuple[str, str]]]:
@@ -81,17 +134,38 @@ def _tail(doc: dict[str, Any]) -> tuple[list[str], list[tuple[str, str]]]:
         lines.append(f"{n['name']}: not tried: {n['reason']}")
     best = doc.get("best")
     lines.append(f"best: {best}" if best else "best: none (no candidate was faster and correct)")
+    if doc.get("best_note"):
+        lines.append(f"  {doc['best_note']}")
+    for m in doc.get("near_misses") or []:
+        lines.append(f"near-miss: {m['pattern']} at {m['where']}: {m['reason']}")
     for note in doc.get("notes") or []:
         lines.append(f"note: {note}")
-    patches = []
+    patches: list[tuple[str, str]] = []
+    shown: dict[str, str] = {}
     for c in doc["candidates"]:
-        if c["name"] == best and c.get("patch"):
-            patches.append((f"patch for {c['name']}", c["patch"]))
+        patch = c.get("patch")
+        if not patch:
+            continue
+        check = _check(c)
+        title = f"patch for {c['name']}"
+        if c["kind"] != "compile" and not c.get("patch_verified"):
+            title += " (NOT PROVEN: do not apply)"
+        if patch in shown:
+            patches.append((f"{title}: the same as {shown[patch]}'s", ""))
+            continue
+        shown[patch] = c["name"]
+        patches.append((title + (f"\n{check}" if check else ""), patch))
+    for n in doc.get("not_tried") or []:
+        if n.get("patch"):
+            how = "not tried" if n["kind"] == "compile" else "proven, not timed"
+            if n["kind"] != "compile" and not n.get("patch_verified"):
+                how = "NOT PROVEN, not timed"
+            patches.append((f"patch for {n['name']} ({how})", n["patch"]))
     return lines, patches
 
 
 def render_text(doc: dict[str, Any]) -> str:
-    """A plain-text table of the candidates, then the reasons, the best and its patch."""
+    """A plain-text table of the candidates, then the reasons, the best and every patch."""
     rows = [HEADERS, *_rows(doc)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
     out = [*_head(doc), ""]
@@ -102,12 +176,14 @@ def render_text(doc: dict[str, Any]) -> str:
     lines, patches = _tail(doc)
     out += ["", *lines]
     for title, patch in patches:
-        out += ["", f"{title}:", patch.rstrip("\n")]
+        out += ["", f"{title}:" if patch else title]
+        if patch:
+            out.append(patch.rstrip("\n"))
     return "\n".join(out) + "\n"
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
-    """The same as Markdown: a table, the reasons, the best candidate's patch in a diff block."""
+    """The same as Markdown: a table, the reasons, every patch in a diff block."""
     head = _head(doc)
     out = [f"## {head[0]}", "", *[f"- {h}" for h in head[1:]], ""]
     out.append("| " + " | ".join(HEADERS) + " |")
@@ -117,7 +193,14 @@ def render_markdown(doc: dict[str, Any]) -> str:
     lines, patches = _tail(doc)
     out += ["", *[f"- {line}" for line in lines]]
     for title, patch in patches:
-        out += ["", f"### {title}", "", "```diff", patch.rstrip("\n"), "```"]
+        first, _, rest = title.partition("\n")
+        out += ["", f"### {first}", ""]
+        if rest:
+            out += [rest, ""]
+        if not patch:
+            continue
+        fence = "diff" if patch.startswith("---") else "python"
+        out += [f"```{fence}", patch.rstrip("\n"), "```"]
     return "\n".join(out) + "\n"
 
 

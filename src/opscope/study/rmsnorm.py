@@ -225,9 +225,10 @@ def check_fits(numel: int, dtype: str, device: Any) -> None:
 
 
 @contextlib.contextmanager
-def _kernel_events(device_kind: str) -> Iterator[None]:
+def kernel_events(device_kind: str) -> Iterator[None]:
     """On the CPU, make Inductor's generated C++ kernels record profiler events, so the trace
-    shows the fused kernel that ran (not only the wrapper around it)."""
+    shows the fused kernel that ran (not only the wrapper around it), and device ops per call
+    count them.  Wrap the first call (the compile) in it; ``opscope optimize`` does too."""
     if device_kind != "cpu":
         yield
         return
@@ -304,7 +305,7 @@ def run_study(
             out=out,
             label=label,
             progress=shape_progress,
-            first_call_context=lambda: _kernel_events(spec.kind),
+            first_call_context=lambda: kernel_events(spec.kind),
             on_report=on_report,
         )
         shape_res = ShapeResult(
