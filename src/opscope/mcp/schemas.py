@@ -4,7 +4,11 @@ Inputs are closed (``additionalProperties: false``), sort keys and severities ar
 limits have ranges, so a client can check a call before sending it and the server
 (:mod:`opscope.mcp.registry`) refuses the same things with a message saying what to pass.
 Outputs reuse the document types of :mod:`opscope.documents` (the shapes of ``report.json``'s
-sections) through :func:`doc`, and stay open to added keys.
+sections) by reference: :func:`shallow` gives a type's fields with their types and
+descriptions, and names the types nested in them by title; the ``schema`` tool (and
+``opscope schema``) gives any of them in full.  So ``tools/list`` carries each definition at
+most once per tool and none in depth (it is paid for in every session).  Output schemas are
+looser than the documents, never stricter, and stay open to added keys.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ TRACE: JsonSchema = {
     "type": "string",
     "minLength": 1,
     "maxLength": 64,
-    "description": "the handle open_trace returned (t1, t2, ...); default: the last opened",
+    "description": "a handle from open_trace (t1, t2...); default: the last opened",
 }
 OFFSET: JsonSchema = {
     "type": "integer",
@@ -52,12 +56,11 @@ def enum(values: Sequence[str], description: str) -> JsonSchema:
 
 def args(properties: Mapping[str, JsonSchema], required: Sequence[str] = ()) -> JsonSchema:
     """A closed input schema."""
-    return {
-        "type": "object",
-        "properties": dict(properties),
-        "required": list(required),
-        "additionalProperties": False,
-    }
+    out: JsonSchema = {"type": "object", "properties": dict(properties)}
+    if required:
+        out["required"] = list(required)
+    out["additionalProperties"] = False
+    return out
 
 
 def result(
@@ -66,18 +69,15 @@ def result(
     *,
     base: JsonSchema | None = None,
 ) -> JsonSchema:
-    """An output schema: every result names its ``trace`` and may say it was ``truncated``
-    (and which lists were ``trimmed``) to fit the size cap; ``base``: a document type the
-    result also is (a finding, a chain...)."""
+    """An output schema: every result names its ``trace`` (the handle answered) and may say
+    it was ``truncated`` (more exists than is shown) and which lists were ``trimmed`` to fit
+    the size cap (the server's instructions say so once, not each schema); ``base``: a
+    document type the result also is (a finding...)."""
     props: dict[str, JsonSchema] = {
-        "trace": {"type": "string", "description": "the handle of the trace answered"},
+        "trace": {"type": "string"},
         **properties,
-        "truncated": {"type": "boolean", "description": "more exists than is shown"},
-        "trimmed": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "paths of lists cut to fit the size cap",
-        },
+        "truncated": {"type": "boolean"},
+        "trimmed": {"type": "array", "items": {"type": "string"}},
     }
     out: JsonSchema = {"type": "object", "properties": props, "required": ["trace", *required]}
     if base is not None:
@@ -114,6 +114,54 @@ def doc(name: str) -> JsonSchema:
     """The schema of the document type ``name`` of :mod:`opscope.documents` (``OpRow``,
     ``Finding``...), self-contained (its ``$defs`` inside)."""
     return _documents_schema(name)
+
+
+def _nested(node: Any, defs: Mapping[str, JsonSchema]) -> Any:
+    """A property's schema with the types it refers to named, not given: a reference
+    becomes ``{"type": ..., "title": NAME}``, what is inline keeps its types, enums, items
+    and (for maps) value type; descriptions and nested properties go."""
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        target = defs.get(name) or {}
+        out: JsonSchema = {"title": name}
+        if isinstance(target.get("type"), str | list):
+            out["type"] = target["type"]
+        return out
+    keep: JsonSchema = {}
+    for key in ("type", "enum", "const"):
+        if key in node:
+            keep[key] = node[key]
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            keep[key] = [_nested(v, defs) for v in node[key]]
+    if isinstance(node.get("items"), dict):
+        keep["items"] = _nested(node["items"], defs)
+    if isinstance(node.get("additionalProperties"), dict):
+        keep["additionalProperties"] = _nested(node["additionalProperties"], defs)
+    return keep
+
+
+def shallow(name: str, *, described: bool = True) -> JsonSchema:
+    """The document type ``name`` one level deep: its fields with their types (and, when
+    ``described``, their descriptions), the types nested in them by title; its description
+    says where the full schema is.  Valid for every value the full schema accepts."""
+    full = doc(name)
+    defs: Mapping[str, JsonSchema] = full.get("$defs") or {}
+    out: JsonSchema = {"type": "object", "title": name}
+    summary = str(full.get("description") or "").replace("``", "").split(". ")[0].rstrip(".")
+    out["description"] = (f"{summary}. " if summary else "") + f'In full: schema(name="{name}").'
+    props: JsonSchema = {}
+    for key, sub in (full.get("properties") or {}).items():
+        field = _nested(sub, defs)
+        text = sub.get("description") if isinstance(sub, dict) else None
+        if described and isinstance(text, str):
+            field["description"] = text.replace("``", "")
+        props[key] = field
+    out["properties"] = props
+    return out
 
 
 ANY_OBJECT: JsonSchema = {"type": "object"}

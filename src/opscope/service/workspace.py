@@ -26,6 +26,12 @@ class ServiceError(OpscopeError):
     """A question the workspace cannot answer, with what to ask instead."""
 
 
+class StepsError(ServiceError):
+    """Profiler steps asked for that the trace does not have; the message names the argument
+    ``steps`` (a front-end that spells it otherwise, such as the CLI's ``--steps``, says so
+    in its own words)."""
+
+
 @dataclass
 class OpenTrace:
     """One open trace: its report and timeline index are computed on first use, then kept."""
@@ -118,7 +124,7 @@ class OpenTrace:
 
 
 def check_steps(trace: Trace, steps: tuple[int, int]) -> None:
-    """A :class:`ServiceError` naming the trace's profiler steps when none is in ``steps``."""
+    """A :class:`StepsError` naming the trace's profiler steps when none is in ``steps``."""
     from opscope.trace.arrays import unique_ints  # NumPy and Arrow: not at the module's import
 
     col = trace.index.step
@@ -128,9 +134,9 @@ def check_steps(trace: Trace, steps: tuple[int, int]) -> None:
         return
     asked = str(first) if first == last else f"{first}:{last}"
     if not have:
-        raise ServiceError(f"--steps {asked}: the trace records no profiler steps")
+        raise StepsError(f"steps {asked}: the trace records no profiler steps")
     shown = ", ".join(str(s) for s in have[:20]) + (" ..." if len(have) > 20 else "")
-    raise ServiceError(f"--steps {asked}: no such step; the trace has steps {shown}")
+    raise StepsError(f"steps {asked}: no such step; the trace has steps {shown}")
 
 
 def only_rank(trace: Trace, rank: int) -> Trace:
@@ -169,12 +175,15 @@ class Workspace:
         peaks: str | Path | dict[str, Any] | None = None,
         prefetch: bool = False,
         rank: int | None = None,
+        make_default: bool = True,
     ) -> OpenTrace:
         """Load a trace file, run folder or folder of ranks; returns its :class:`OpenTrace`.
 
         ``peaks``: device peaks for the roofline (a file or dict, see ``analysis.peaks``);
         ``prefetch``: start the analysis in the background now; ``rank``: keep that rank of a
-        job only (:class:`ServiceError` naming the ranks there when it has no such rank)."""
+        job only (:class:`ServiceError` naming the ranks there when it has no such rank);
+        ``make_default``: false to leave the default trace as it is (the new trace becomes the
+        default only when none is open)."""
         from opscope.trace import load
 
         trace = load(path, cache=cache)
@@ -182,7 +191,9 @@ class Workspace:
             trace = only_rank(trace, rank)
         if steps is not None:
             check_steps(trace, steps)
-        opened = self.add(trace, path=str(path), steps=steps, handle=handle)
+        opened = self.add(
+            trace, path=str(path), steps=steps, handle=handle, make_default=make_default
+        )
         opened.peaks = peaks
         if prefetch:
             opened.prefetch()
@@ -196,8 +207,10 @@ class Workspace:
         steps: tuple[int, int] | None = None,
         handle: str | None = None,
         report: Report | None = None,
+        make_default: bool = True,
     ) -> OpenTrace:
-        """Register an already loaded trace (and, optionally, its report)."""
+        """Register an already loaded trace (and, optionally, its report); ``make_default``:
+        as in :meth:`open`."""
         with self._lock:
             if handle is None:
                 self._counter += 1
@@ -210,7 +223,8 @@ class Workspace:
                 _report=report,
             )
             self._traces[handle] = opened
-            self._last = handle
+            if make_default or self._last is None:
+                self._last = handle
             return opened
 
     def adopt(self, opened: OpenTrace, handle: str) -> OpenTrace:
@@ -420,13 +434,28 @@ class Workspace:
 
     # -- pages (for front-ends that take a bounded answer: see opscope.service.queries) ----
 
+    def digest(self, handle: str | None = None) -> dict[str, Any]:
+        """The compact digest of a trace's report (:func:`opscope.service.brief.digest`)
+        under ``brief``, with the trace's handle, path and event count."""
+        from opscope.service.brief import digest
+
+        opened = self.get(handle)
+        return {**opened.describe(), "brief": digest(opened.data)}
+
     def brief(self, handle: str | None = None) -> dict[str, Any]:
-        """The compact first read of a trace (:func:`opscope.service.brief.brief`), with the
-        trace's handle, path and event count."""
+        """What an expert says first about a trace (:func:`opscope.service.brief.brief`:
+        what bounds it, device busy and idle, the roofline's verdict, the top fixes and the
+        next call for each), with the trace's handle and path."""
+        import shlex
+
         from opscope.service.brief import brief
 
         opened = self.get(handle)
-        return {**opened.describe(), "brief": brief(opened.data)}
+        return {
+            "handle": opened.handle,
+            "path": opened.path,
+            **brief(opened.data, trace=shlex.quote(opened.path)),
+        }
 
     def table(
         self, table: str, handle: str | None = None, *, request: PageRequest | None = None
