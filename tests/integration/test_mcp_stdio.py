@@ -94,7 +94,10 @@ def test_raw_json_rpc_session(tmp_path: Path) -> None:
         wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
         wire.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        tools = {t["name"]: t for t in wire.reply(2)["result"]["tools"]}
+        listed = wire.reply(2)
+        # the whole tool list, as sent, stays under 40 KB (about 10k tokens)
+        assert len(json.dumps(listed, separators=(",", ":")).encode()) < 40_000
+        tools = {t["name"]: t for t in listed["result"]["tools"]}
         assert {"open_trace", "summary", "ops", "findings", "sql", "compare"} <= set(tools)
         assert tools["ops"]["inputSchema"]["additionalProperties"] is False
         assert "outputSchema" in tools["ops"]

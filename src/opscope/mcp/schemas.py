@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, is_typeddict
 
 JsonSchema = dict[str, Any]
 
@@ -23,14 +23,14 @@ TRACE: JsonSchema = {
     "type": "string",
     "minLength": 1,
     "maxLength": 64,
-    "description": "a handle from open_trace (t1, t2...); default: the last opened",
+    "description": "handle (t1...); default: the last opened",
 }
 OFFSET: JsonSchema = {
     "type": "integer",
     "minimum": 0,
     "maximum": 1_000_000_000,
     "default": 0,
-    "description": "rows to skip (a result's next_offset)",
+    "description": "where the page starts: a result's next_offset",
 }
 NAME_FILTER: JsonSchema = {
     "type": "string",
@@ -86,17 +86,16 @@ def result(
 
 
 def page(row: JsonSchema, extra: Mapping[str, JsonSchema] | None = None) -> JsonSchema:
-    """The output schema of a page of rows (see :mod:`opscope.service.queries`)."""
+    """The output schema of a page of rows (see :mod:`opscope.service.queries`): ``total``
+    rows pass the filter, ``next_offset`` is ``offset`` plus the rows returned, null on the
+    last page (the server's instructions say so once)."""
     return result(
         {
             **(extra or {}),
             "rows": {"type": "array", "items": row},
-            "total": {"type": "integer", "description": "rows that pass the filter"},
+            "total": {"type": "integer"},
             "offset": {"type": "integer"},
-            "next_offset": {
-                "type": ["integer", "null"],
-                "description": "pass as offset for the next page; null on the last",
-            },
+            "next_offset": {"type": ["integer", "null"]},
         },
         ["rows", "total", "offset", "next_offset", "truncated"],
     )
@@ -114,6 +113,55 @@ def doc(name: str) -> JsonSchema:
     """The schema of the document type ``name`` of :mod:`opscope.documents` (``OpRow``,
     ``Finding``...), self-contained (its ``$defs`` inside)."""
     return _documents_schema(name)
+
+
+# too large for one answer: their parts are named
+_WHOLE_REPORTS = ("Report", "RankReport")
+
+
+@cache
+def type_schemas() -> dict[str, JsonSchema]:
+    """Every document type a tool's output names, by name, each self-contained: the types of
+    :mod:`opscope.documents` (the whole reports aside: ask for their parts) and the types
+    nested in them (``DiffSide``...), for the ``schema`` tool."""
+    from opscope import documents
+
+    out: dict[str, JsonSchema] = {}
+    nested: dict[str, JsonSchema] = {}
+    for name in documents.__all__:
+        tp = getattr(documents, name)
+        if not is_typeddict(tp):
+            continue
+        full = _documents_schema(name)
+        defs = full.get("$defs") or {}
+        for inner in defs:  # a nested type: its own schema, with the definitions it uses
+            if inner not in nested:
+                used = _referenced(defs[inner], defs)
+                nested[inner] = {**defs[inner], **({"$defs": used} if used else {})}
+        if name not in _WHOLE_REPORTS:
+            out[name] = full
+    for name, schema in nested.items():
+        out.setdefault(name, schema)
+    return dict(sorted(out.items()))
+
+
+def _referenced(node: Any, defs: Mapping[str, JsonSchema]) -> dict[str, JsonSchema]:
+    """The definitions ``node`` refers to, directly or through one another."""
+    out: dict[str, JsonSchema] = {}
+    todo = [node]
+    while todo:
+        cur = todo.pop()
+        if isinstance(cur, dict):
+            ref = cur.get("$ref")
+            if isinstance(ref, str):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in out and name in defs:
+                    out[name] = defs[name]
+                    todo.append(defs[name])
+            todo.extend(cur.values())
+        elif isinstance(cur, list):
+            todo.extend(cur)
+    return dict(sorted(out.items()))
 
 
 def _nested(node: Any, defs: Mapping[str, JsonSchema]) -> Any:
@@ -136,12 +184,26 @@ def _nested(node: Any, defs: Mapping[str, JsonSchema]) -> Any:
             keep[key] = node[key]
     for key in ("anyOf", "oneOf"):
         if key in node:
-            keep[key] = [_nested(v, defs) for v in node[key]]
+            options = [_nested(v, defs) for v in node[key]]
+            kinds = [o.get("type") for o in options]
+            pairs = zip(kinds, options, strict=True)
+            if all(isinstance(k, str) and set(o) == {"type"} for k, o in pairs):
+                keep["type"] = kinds  # [number, null], not anyOf of two schemas
+            else:
+                keep[key] = options
     if isinstance(node.get("items"), dict):
         keep["items"] = _nested(node["items"], defs)
     if isinstance(node.get("additionalProperties"), dict):
         keep["additionalProperties"] = _nested(node["additionalProperties"], defs)
     return keep
+
+
+def _first_sentence(text: str) -> str:
+    """A field's description as the tool list shows it: its first sentence (the full one is
+    in the type's schema)."""
+    plain = text.replace("``", "")
+    cut = plain.find(". ")
+    return plain if cut < 0 else plain[: cut + 1]
 
 
 def shallow(name: str, *, described: bool = True) -> JsonSchema:
@@ -158,7 +220,7 @@ def shallow(name: str, *, described: bool = True) -> JsonSchema:
         field = _nested(sub, defs)
         text = sub.get("description") if isinstance(sub, dict) else None
         if described and isinstance(text, str):
-            field["description"] = text.replace("``", "")
+            field["description"] = _first_sentence(text)
         props[key] = field
     out["properties"] = props
     return out

@@ -7,7 +7,7 @@ from typing import Any
 from opscope.mcp import schemas as s
 from opscope.mcp.budget import fit, fit_page
 from opscope.mcp.registry import Answer, Session, ToolSpec
-from opscope.mcp.textfmt import footer, name_col, us
+from opscope.mcp.textfmt import call, footer, name_col, us
 from opscope.mcp.untrusted import NOTICE, block, quote
 from opscope.render.brief import saving
 from opscope.service.queries import SEVERITIES
@@ -26,7 +26,12 @@ def _findings(session: Session, a: dict[str, Any]) -> Answer:
             offset=a["offset"],
         )
     )
-    lines = ["Findings, ranked by what fixing each would save (finding(id) for detail).", NOTICE]
+    rows = page["rows"]
+    more = f"; {call('finding', id=rows[0]['id'])} gives one in full" if rows else ""
+    lines = [
+        f"Findings, ranked by what each saves on the critical path, then time at stake{more}.",
+        NOTICE,
+    ]
     for f in page["rows"]:
         where = f" rank {f['rank']}" if f.get("rank") is not None else ""
         lines.append(

@@ -55,8 +55,8 @@ def _critical_path(session: Session, a: dict[str, Any]) -> Answer:
     label = next(iter(_ranked(c.get("bound_by_us") or {})), ("gpu_compute", 0.0))[0]
     example = call("what_if", changes=[f"{label}=0.5"])
     lines.append(
-        f'Project a change with what_if(changes=["NAME=FACTOR", ...]) (an op, kernel or '
-        f"label; factor >= 0), e.g. {example}."
+        "Project a change with what_if: its changes are NAME=FACTOR items (NAME an op, kernel "
+        f"or label; FACTOR >= 0 scales its time), e.g. {example}."
     )
     return Answer("\n".join(lines), out)
 

@@ -59,6 +59,19 @@ def _tables(session: Session, a: dict[str, Any]) -> Answer:
     return Answer("\n".join(lines), fit({"trace": ws.get(a["trace"]).handle, "tables": tables}))
 
 
+def _schema(session: Session, a: dict[str, Any]) -> Answer:
+    known = s.type_schemas()
+    schema = known.get(a["name"])
+    if schema is None:
+        raise ToolError(f"schema: no type {a['name']!r}; the types are {', '.join(known)}")
+    fields = ", ".join(schema.get("properties") or {})
+    text = (
+        f"JSON Schema of {a['name']} (draft 2020-12; keys may be added, never renamed): "
+        f"{clean(schema.get('description') or '', 300)} Fields: {fields}."
+    )
+    return Answer(text, fit({"trace": "", "name": a["name"], "schema": schema}))
+
+
 def _side(session: Session, value: str) -> str:
     """The handle of one side of a comparison: an open trace's, or that of the file or folder
     ``value`` names, opened without becoming the default trace."""
@@ -254,6 +267,29 @@ TOOLS = [
             ["tables"],
         ),
         handler=_tables,
+    ),
+    ToolSpec(
+        name="schema",
+        title="Schema of a type",
+        description=(
+            "The full JSON Schema of a type the other tools' outputs name by title (OpRow, "
+            "KernelRow, RooflineRow, Finding, CriticalPath, Segment, Chain, Distributed, "
+            "Diff, Summary, ...): every field with its type and meaning."
+        ),
+        input_schema=s.args(
+            {
+                "name": {
+                    "type": "string",
+                    "pattern": "^[A-Za-z]{1,40}$",
+                    "description": "a type's title, e.g. OpRow",
+                }
+            },
+            ["name"],
+        ),
+        output=lambda: s.result(
+            {"name": {"type": "string"}, "schema": {"type": "object"}}, ["name", "schema"]
+        ),
+        handler=_schema,
     ),
     ToolSpec(
         name="compare",

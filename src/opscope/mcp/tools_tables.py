@@ -118,10 +118,11 @@ TOOLS = [
         name="ops",
         title="Op table",
         description=(
-            "Key-averages per framework op (like torch.profiler's key_averages): calls, CPU "
-            "self/total and device self/total time in microseconds, device share, FLOPs and "
-            "bytes, roofline bound. Sorted by device self time by default; by_shapes splits "
-            "each op by its input shapes."
+            "Key-averages per framework op (like torch.profiler's key_averages): calls (times "
+            "the op was called, torch's count), device_calls (device executions it launched "
+            "directly, TraceLens's Count), CPU and device self/total time in microseconds, "
+            "device_share (of all device time), FLOPs, bytes, roofline bound. Sorted by "
+            "device self time by default; by_shapes splits each op by its input shapes."
         ),
         input_schema=_paged(
             "ops",

@@ -9,7 +9,7 @@ from typing import Any
 
 from opscope.mcp import schemas as s
 from opscope.mcp.registry import Answer, Session, ToolError, ToolSpec
-from opscope.mcp.textfmt import pct, us
+from opscope.mcp.textfmt import call, pct, us
 from opscope.mcp.untrusted import NOTICE, block, clean, quote
 from opscope.render.brief import saving
 
@@ -112,10 +112,11 @@ def _summary_text(data: Mapping[str, Any], *, opened: bool = False) -> str:
         ]
         lines.append(block(rows))
     if b.get("top_findings"):
+        first = call("finding", id=b["top_findings"][0].get("id"))
         lines += [
             "",
             f"Top findings ({b['findings']} in all, ranked by what each saves on the critical "
-            "path, then time at stake; finding(id) for detail):",
+            f"path, then time at stake; {first} gives one in full):",
         ]
         lines += [
             f"- {f.get('id')} {f.get('severity')} {f.get('kind')}: {saving(f)}. "
@@ -139,7 +140,8 @@ def _summary_text(data: Mapping[str, Any], *, opened: bool = False) -> str:
     share = summ.get("device_idle_us"), summ.get("device_span_us")
     if share[0] is not None and share[1]:
         lines.append(f"Device idle: {pct(float(share[0]) / float(share[1]))} of the device span.")
-    lines.append("brief() says what bounds the trace and what to fix first, in one answer.")
+    handle = call("brief", trace=data["handle"])
+    lines.append(f"{handle} says what bounds the trace and what to fix first, in one answer.")
     return "\n".join(lines)
 
 

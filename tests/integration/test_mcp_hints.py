@@ -1,0 +1,130 @@
+"""Every call a tool's text suggests is a valid call: each is parsed back (``tool(name=JSON,
+...)``) and made, and must answer without an error.  The texts come from every tool on a
+hostile trace, on the largest shared trace and on a job, from compare, and from refusals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp_hints import hints
+from mcp_traces import write_hostile
+from opscope.mcp.registry import Session
+from opscope.mcp.server import answer, registry
+from opscope.service import Workspace
+
+REG = registry()
+TOOLS = list(REG.specs)
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("summary", {}),
+    ("brief", {}),
+    ("findings", {"limit": 2}),
+    ("finding", {"id": "F1"}),
+    ("ops", {"limit": 3}),
+    ("ops", {"by_shapes": True, "sort": "calls", "limit": 2, "name_filter": "a"}),
+    ("kernels", {"limit": 2, "sort": "max_us"}),
+    ("roofline", {"limit": 2}),
+    ("lanes", {"limit": 1}),
+    ("events", {"t0": 0, "t1": 5000, "limit": 2}),
+    ("event", {"event_id": 1}),
+    ("chain", {"event_id": 1}),
+    ("critical_path", {"limit": 3}),
+    ("what_if", {"changes": ["launch_overhead=0"]}),
+    ("tables", {}),
+    ("schema", {"name": "OpRow"}),
+    ("sql", {"query": "SELECT id FROM events ORDER BY id", "limit": 5}),
+    ("list_traces", {}),
+]
+REFUSALS: list[tuple[str, dict[str, Any]]] = [
+    ("sql", {"query": "SELECT nosuch FROM events"}),
+    ("finding", {"id": "F999"}),
+    ("ops", {"bogus": 1}),
+    ("what_if", {"changes": ["aten::mm=-1"]}),
+    ("schema", {"name": "Nosuch"}),
+    ("open_trace", {"path": "/etc/passwd"}),
+]
+
+
+class Checker:
+    """Makes every call the texts suggest, following them ``depth`` levels."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.made: dict[str, str] = {}  # the call as written -> the tool answered
+
+    def text_of(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+        result, is_error = answer(REG, self.session, name, args)
+        return result.text, is_error
+
+    def follow(self, text: str, where: str, depth: int = 2) -> None:
+        for tool, written, args in hints(text, TOOLS):
+            assert args is not None, f"{where}: the hint {written!r} is not a call"
+            if written in self.made:
+                continue
+            reply, is_error = self.text_of(tool, args)
+            self.made[written] = tool
+            assert not is_error, f"{where}: the hint {written!r} fails: {reply}"
+            if depth > 1:
+                self.follow(reply, f"{where} -> {written}", depth - 1)
+
+    def run(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+        for name, args in calls:
+            text, is_error = self.text_of(name, args)
+            assert not is_error, (name, args, text)
+            self.follow(text, f"{name}({args})")
+
+
+def test_every_hint_on_a_hostile_trace_is_a_valid_call(tmp_path: Path) -> None:
+    check = Checker(Session(Workspace()))
+    check.run([("open_trace", {"path": str(write_hostile(tmp_path))}), *CALLS])
+    for name, args in REFUSALS:
+        text, is_error = check.text_of(name, args)
+        assert is_error, (name, args)
+        check.follow(text, f"refusal {name}")
+    # the texts did suggest calls, and each was made
+    assert {"ops", "finding", "what_if", "brief"} <= set(check.made.values()), check.made
+
+
+def test_every_hint_of_a_job_is_a_valid_call(tmp_path: Path) -> None:
+    from distjobs import write_nccl_job
+
+    folder = tmp_path / "job"
+    folder.mkdir()
+    write_nccl_job(folder, world=3, late_rank=1, late_us=200.0)
+    check = Checker(Session(Workspace()))
+    check.run(
+        [
+            ("open_trace", {"path": str(folder)}),
+            *CALLS,
+            ("distributed", {}),
+            ("findings", {"rank": 1, "limit": 2}),
+        ]
+    )
+
+
+@pytest.mark.shared
+@pytest.mark.slow
+def test_every_hint_on_shared_traces_and_compare_is_a_valid_call(
+    shared: Callable[[str], Path],
+) -> None:
+    big = shared("rocm/mi300x_models/owlv2_large.json.gz")
+    a = shared("cuda/diff_pair/control_a100.json.gz")
+    b = shared("cuda/diff_pair/test_v100.json.gz")
+    check = Checker(Session(Workspace()))
+    check.run(
+        [
+            ("open_trace", {"path": str(big)}),
+            *CALLS,
+            ("ops", {"by_shapes": True, "limit": 200, "offset": 200}),
+            ("events", {"limit": 500}),
+            ("sql", {"query": "SELECT * FROM events ORDER BY id", "limit": 1000}),
+            ("compare", {"a": str(a), "b": str(b), "limit": 5}),
+        ]
+    )
+    assert {"compare", "what_if", "finding", "events", "sql"} <= set(check.made.values())
