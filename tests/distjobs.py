@@ -183,6 +183,8 @@ def nccl_rank_doc(
     late_rank: int | None = None,
     late_us: float = 0.0,
     pg: str = "0",
+    sync: bool = False,
+    comm_stream: int = 7,
 ) -> dict[str, Any]:
     """A synthetic Kineto document of one rank of an NCCL job (no torch needed): ``n``
     all_reduces, each a ``c10d::allreduce_`` > ``record_param_comms`` (``Collective name``,
@@ -190,7 +192,13 @@ def nccl_rank_doc(
     ``nccl:all_reduce`` > ``cudaLaunchKernel`` -> an NCCL kernel, after a compute op and its
     kernel.  Collective ``i``'s kernel starts at ``1000 + 1000 i`` us (``late_us`` later on
     ``late_rank``: the other ranks wait that long) and ends at ``1300 + 1000 i`` us on every
-    rank.  Event ids are those of the file's order (the host ops first)."""
+    rank.  Event ids are those of the file's order (the host ops first).  With ``sync`` the
+    host ends the step in a ``cudaDeviceSynchronize`` that returns 10 us after the last
+    kernel (the step marker ends there), as a training loop that reads its loss does: the
+    step's end then waits on the device; without it the host's step runs on to ``1000 (n+1)``
+    us whatever the device does.  ``comm_stream``: the NCCL kernels' stream (by default the
+    compute stream, where collective ``i``'s kernel overlaps the next iteration's gemm; NCCL
+    runs its own stream, 8, in a real job)."""
     ev: list[dict[str, Any]] = [
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
          "ts": 0.0, "dur": 1000.0 * (n + 1)},
@@ -230,9 +238,14 @@ def nccl_rank_doc(
             end - start,
             "kernel",
             pid=0,
-            tid=7,
+            tid=comm_stream,
             args={"correlation": corr},
         )
+    if sync:
+        last_end = 1000.0 * n + 300.0
+        x("cudaDeviceSynchronize", 1000.0 * n + 100.0, last_end + 10.0 - (1000.0 * n + 100.0),
+          "cuda_runtime")  # fmt: skip
+        ev[0]["dur"] = last_end + 10.0
     return {
         "schemaVersion": 1,
         "traceEvents": ev,

@@ -85,7 +85,8 @@ def assert_same(local: Report, remote: Report) -> None:
 
 
 def test_synthetic_nccl_job_same_report(cluster: Any, tmp_path: Path) -> None:
-    write_nccl_job(tmp_path, 3, late_rank=1, late_us=200.0)
+    # each step ends in a sync on the device, so the late arrival is on the job path
+    write_nccl_job(tmp_path, 3, late_rank=1, late_us=200.0, sync=True, comm_stream=8)
     local = opscope.analyze(tmp_path)
     remote = opscope.analyze(tmp_path, cluster=cluster.scheduler_address)
     assert_same(local, remote)

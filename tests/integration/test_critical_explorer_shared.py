@@ -51,7 +51,17 @@ def _check_placed(ws: Workspace, handle: str, got: dict[str, Any]) -> None:
         assert s["t"] == s["start_ns"] - origin
         assert s["dur_ns"] == round(s["dur_us"] * 1000)
         if s["event_id"] is None:
-            assert s["lane"] is None and s["row"] is None
+            # untraced time: drawn at the top of the lane of the event its evidence names
+            ev = s.get("evidence") or {}
+            anchor = next(
+                (ev[k] for k in ("after_event_id", "before_event_id") if ev.get(k) is not None),
+                None,
+            )
+            if anchor is None:
+                assert s["lane"] is None and s["row"] is None
+            else:
+                assert s["label"] == "untraced"
+                assert s["lane"] == int(index.lane_of[index.row_of(anchor)]) and s["row"] == 0
             continue
         row = index.row_of(s["event_id"])
         assert row >= 0
@@ -103,7 +113,8 @@ def test_a_report_without_a_path_is_a_service_error(ws: Workspace) -> None:
 
 
 def test_the_job_path_is_placed_on_both_ranks(tmp_path: Path) -> None:
-    write_nccl_job(tmp_path, 2, n=3, late_rank=1, late_us=120.0)
+    # each step ends in a sync on the device, so the late arrival is on the job path
+    write_nccl_job(tmp_path, 2, n=3, late_rank=1, late_us=120.0, sync=True, comm_stream=8)
     w = Workspace()
     w.open(tmp_path, handle="job")
     got = w.critical_path("job")

@@ -16,15 +16,24 @@ the most time, from a run of the reference script with traceinsight 0.6.1::
 Comparable windows: HTA's whole-trace run keeps only what starts before the last ProfilerStep
 when a trace has two or more, so opscope runs over the steps but the last (``steps=(first,
 last - 1)``); with fewer than two steps both cover the whole trace.  HTA's
-``annotation="ProfilerStep", instance_id=0`` is opscope's first step.  Checked: the length
-within 5% of HTA's and the dominant label mapped to HTA's name equal to HTA's dominant
-``bound_by`` (``benchmarks/critical_path.py`` prints the same comparison with timings).
+``annotation="ProfilerStep", instance_id=0`` is opscope's first step.
+
+Comparable time: HTA's path leaves out what no op accounts for (a thread's time between its
+top-level events, and under a ``record_function`` range or a Python frame with no op), where
+opscope's path names it (``untraced``, and the range's own ``cpu``), so a step's path is its
+wall.  Checked: opscope's path less that time within 5% of HTA's, and the dominant label
+among the others mapped to HTA's name equal to HTA's dominant ``bound_by``
+(``benchmarks/critical_path.py`` prints the same comparison with timings).  The one trace
+where the two cannot cover the same time is ``triton_example``: its step marker was recorded
+by another process than its ops, so the step's 13.3 s are untraced on the marker's thread
+while HTA's path is the 1.4 ms of ops.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -91,12 +100,36 @@ def test_critical_path_matches_hta(
         assert steps == (have[0], have[0])
 
     cp = analyze(trace, steps=steps).to_dict()["critical_path"]
-    length = float(cp["length_us"])
+    full = float(cp["length_us"])
+    if name.startswith("triton_example"):
+        # the marker's process holds no op: the step is untraced, the ops beside the path
+        assert cp["bound_by_us"]["untraced"] == pytest.approx(full)
+        assert full == pytest.approx(cp["steps"][0]["wall_us"])
+        return
+    length = full - float(cp["bound_by_us"]["untraced"]) - range_time(trace, cp)
     assert abs(length - hta_us) <= TOLERANCE * hta_us, (length, hta_us)
-    by = cp["bound_by_us"]
+    by = {k: v for k, v in cp["bound_by_us"].items() if k != "untraced"}
     top = max(by, key=lambda k: by[k])
     assert HTA_BOUND_BY.get(top) == hta_bound, (top, by)
     if steps is not None and steps[0] == steps[1]:
-        # the step's own path (the report's per-step entry) is the window's path
+        # the step's own path (the report's per-step entry) is its wall; the window's path
+        # holds the step's events, with the device work that ran on after its wall
         (only,) = [s for s in cp["steps"] if s["step"] == steps[0]]
-        assert only["length_us"] == pytest.approx(length)
+        assert only["length_us"] == pytest.approx(only["wall_us"], rel=0.02)
+        assert only["length_us"] <= full + 1e-6
+
+
+def range_time(trace: Any, cp: dict[str, Any]) -> float:
+    """The path's time under ranges and Python frames with no op (µs)."""
+    kinds = dict(
+        zip(
+            trace.events.column("id").to_pylist(),
+            trace.events.column("kind").to_pylist(),
+            strict=True,
+        )
+    )
+    return sum(
+        float(s["dur_us"])
+        for s in cp["segments"]
+        if kinds.get(s["event_id"]) in ("annotation", "python", "step")
+    )

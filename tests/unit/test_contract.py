@@ -13,7 +13,7 @@ import opscope
 from distjobs import write_nccl_job
 from opscope.analysis.critical import contract as con_mod
 from opscope.analysis.critical.contract import ANY, NLAB, Contracted, Contraction, cut_nodes
-from opscope.analysis.critical.job import _prepare, _untraced_weighed, rank_joins
+from opscope.analysis.critical.job import _prepare, rank_joins
 from opscope.analysis.critical.job_solve import (
     Chunk,
     RankSummary,
@@ -23,9 +23,19 @@ from opscope.analysis.critical.job_solve import (
     job_section,
     summarise,
 )
-from opscope.analysis.critical.longest import longest_paths
-from opscope.analysis.critical.model import JOIN, SPLIT, STREAM, THREAD, Graph
+from opscope.analysis.critical.longest import longest_paths, paths_to
+from opscope.analysis.critical.model import (
+    JOIN,
+    LABEL_TIE,
+    SPLIT,
+    STREAM,
+    THREAD,
+    TIE_FACTOR,
+    Graph,
+    effective,
+)
 from opscope.analysis.critical.path import solve, step_paths
+from opscope.analysis.critical.section import node_steps
 from opscope.analysis.report import matched, rank_traces
 
 
@@ -34,14 +44,17 @@ def random_graph(seed: int, n: int = 60, m: int = 150, rank: int = 0) -> Graph:
     src = rng.integers(0, n - 1, size=m)
     dst = np.minimum(src + 1 + rng.integers(0, 8, size=m), n - 1)
     time = np.cumsum(rng.integers(0, 5, size=n)).astype(np.int64)
+    label = rng.integers(-1, NLAB, size=m).astype(np.int64)
+    # an edge of no label orders work and carries no time (as every graph the builder makes)
+    weight = np.where(label >= 0, rng.integers(0, 50, size=m), 0).astype(np.int64)
     return Graph(
         time=time,
         row=np.arange(n, dtype=np.int64),
         role=np.zeros(n, dtype=np.int8),
         src=src.astype(np.int64),
         dst=dst.astype(np.int64),
-        weight=rng.integers(0, 50, size=m).astype(np.int64),
-        label=rng.integers(-1, NLAB, size=m).astype(np.int64),
+        weight=weight,
+        label=label,
         edge_row=rng.integers(-1, n, size=m).astype(np.int64),
         kind=rng.choice([THREAD, STREAM, 2, 3], size=m).astype(np.int64),
         rank=rank,
@@ -95,8 +108,10 @@ def test_the_contracted_graph_has_the_graphs_longest_path(seed: int, native: boo
     summary, con = one_rank_summary(g, interfaces, node_step, native)
     whole = _joined([summary], [], steps=False)
     path = _solve(whole)
-    dist, _pred = longest_paths(g.src, g.dst, g.weight, g.n_nodes)
-    assert path.length_ns == int(dist.max())
+    # the longest path with ties to the causal labels (model.effective), measured in ns
+    dist, pred = longest_paths(g.src, g.dst, effective(g.weight, g.label), g.n_nodes)
+    ref = paths_to(np.asarray([int(np.argmax(dist))]), pred, g.src)[0]
+    assert path.length_ns == int(g.weight[ref].sum())
     # the time per label of the contracted path is that of its expansion, which is a real
     # path of the graph of the same length (each edge reaches the next: the expansion leaves
     # out the edges of no weight before a search's first weighed edge)
@@ -138,15 +153,17 @@ def test_a_contracted_edge_is_the_longest_path_that_passes_no_other_interface() 
         src=np.asarray([0, 1, 2, 0], dtype=np.int64),
         dst=np.asarray([1, 2, 3, 3], dtype=np.int64),
         weight=np.asarray([5, 7, 11, 3], dtype=np.int64),
-        label=np.asarray([0, 3, 4, -1], dtype=np.int64),
+        label=np.asarray([0, 3, 4, 0], dtype=np.int64),
         edge_row=np.arange(4, dtype=np.int64),
         kind=np.asarray([THREAD] * 4, dtype=np.int64),
     )
     con = Contraction(g, g.weight, np.zeros(4, np.int64), np.asarray([1, 2]))
     c = con.contract(steps=False)
+    # the contracted weight is in the search's (effective) units; by_label sums to the ns
+    assert c.weight.tolist() == (c.by_label * TIE_FACTOR[LABEL_TIE]).sum(axis=1).tolist()
     edges = {
         (int(a), int(b)): (int(w), int(e))
-        for a, b, w, e in zip(c.src, c.dst, c.weight, c.end, strict=True)
+        for a, b, w, e in zip(c.src, c.dst, c.by_label.sum(axis=1), c.end, strict=True)
     }
     assert edges == {
         (ANY, 0): (5, 1),  # 0 -> 1
@@ -201,14 +218,12 @@ def joined_whole(traces: Any, graphs: list[Graph], works: list[dict[int, int]]) 
     """The reference the contractions are held to: the ranks' graphs side by side in one
     graph, a barrier per instance two or more ranks hold (each member's arrival -> the
     barrier -> each member's mid), the waits weighing nothing; and each node's step."""
-    parts = [_untraced_weighed(traces[g.rank], g) for g in graphs]
+    parts = graphs
     offs = np.cumsum([0] + [p.n_nodes for p in parts])
     src, dst = [], []
     n = int(offs[-1])
     barrier_step = []
-    own = np.concatenate(
-        [np.asarray(traces[p.rank].index.step[p.row], dtype=np.int64) for p in parts]
-    )
+    own = np.concatenate([node_steps(traces[p.rank].index, p) for p in parts])
     for k in range(len(works)):
         mem = []
         for i, p in enumerate(parts):

@@ -106,13 +106,49 @@ def test_nested_host_ops_tile_their_parent() -> None:
     assert per == {"A": 30.0, "B": 30.0, "C": 40.0}  # A's own time: before, between, after
 
 
-def test_a_gap_between_top_level_ops_is_not_on_the_path() -> None:
+def test_a_gap_between_top_level_ops_is_untraced_time_on_the_path() -> None:
     d = Doc(gpu=False)
     d.op("A", 0, 10)
     d.op("B", 50, 10)
+    tr = d.trace()
+    sec = cp(tr)
+    assert sec["length_us"] == 60.0 == sec["wall_us"]  # the 40 µs gap is on it, named
+    assert bound(sec) == {"cpu": 20.0, "untraced": 40.0}
+    assert sec["explained_share"] == round(20 / 60, 4)
+    gap = [s for s in sec["segments"] if s["label"] == "untraced"]
+    ids = {
+        str(n): int(i)
+        for n, i in zip(tr.events["name"].to_pylist(), tr.events["id"].to_pylist(), strict=True)
+    }
+    assert gap == [
+        {
+            "rank": 0,
+            "label": "untraced",
+            "name": None,
+            "event_id": None,
+            "start_ns": int(tr.index.start.min()) + 10_000,
+            "dur_us": 40.0,
+            "evidence": {
+                "thread": str(tr.events["tid"][0]),
+                "before_event_id": ids["A"],
+                "after_event_id": ids["B"],
+            },
+        }
+    ]
+
+
+def test_time_under_a_user_range_is_the_range_s_and_inside_an_op_the_op_s() -> None:
+    d = Doc(gpu=False)
+    d.op("load batch", 0, 40, cat="user_annotation")  # a record_function range, no op inside
+    d.op("A", 40, 60)
+    d.op("my_region", 50, 20, cat="user_annotation")  # inside A: A's own time
     sec = cp(d.trace())
-    assert sec["length_us"] == 20.0
-    assert sec["wall_us"] == 60.0  # the window; the 40 µs gap is untraced
+    assert sec["length_us"] == 100.0
+    assert bound(sec) == {"cpu": 100.0}
+    per: dict[str, float] = {}
+    for g in sec["segments"]:
+        per[g["name"]] = per.get(g["name"], 0.0) + g["dur_us"]
+    assert per == {"load batch": 40.0, "A": 60.0}
 
 
 def test_data_loading_is_labelled_under_the_loader() -> None:
@@ -121,7 +157,21 @@ def test_data_loading_is_labelled_under_the_loader() -> None:
     d.op("aten::stack", 10, 40)
     d.op("aten::mm", 70, 30)
     sec = cp(d.trace())
-    assert bound(sec) == {"data_loading": 60.0, "cpu": 30.0}
+    assert bound(sec) == {"data_loading": 60.0, "cpu": 30.0, "untraced": 10.0}
+
+
+def test_a_loader_range_without_ops_is_data_loading() -> None:
+    """A DataLoader iterator's ``__next__`` as PyTorch records it (a ``record_function``
+    range, no op under it while the dataset sleeps or decodes): its time is the loader's."""
+    d = Doc(gpu=False)
+    d.step(1, 0, 200)
+    d.op(
+        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 5, 120, cat="user_annotation"
+    )
+    d.op("aten::mm", 130, 60)
+    sec = cp(d.trace())
+    assert bound(sec) == {"data_loading": 120.0, "cpu": 60.0, "untraced": 20.0}
+    assert sec["steps"][0]["length_us"] == sec["steps"][0]["wall_us"] == 200.0
 
 
 @pytest.mark.parametrize("name", ["DataLoader.fetch", "my_dataloader", "Data_Loader step"])
@@ -129,7 +179,7 @@ def test_a_data_loading_name_is_matched_in_any_case(name: str) -> None:
     d = Doc(gpu=False)
     d.op(name, 0, 60)
     d.op("aten::mm", 70, 30)
-    assert bound(cp(d.trace())) == {"data_loading": 60.0, "cpu": 30.0}
+    assert bound(cp(d.trace())) == {"data_loading": 60.0, "cpu": 30.0, "untraced": 10.0}
 
 
 # -- launches, streams, syncs -------------------------------------------------------------------
@@ -323,8 +373,9 @@ def test_a_backward_thread_hands_back_to_the_caller() -> None:
     d.op("autograd::engine::evaluate_function: MmBackward0", 110, 200, tid=2)
     d.op("aten::add_", 320, 50, tid=1)  # optimizer after backward
     sec = cp(d.trace())
-    # main 100, backward 200, main 50 (the gaps between them are no one's)
-    assert sec["length_us"] == 350.0
+    # main 100, backward 200, main 50, and the engine's hand-offs between them (untraced)
+    assert sec["length_us"] == 370.0
+    assert bound(sec) == {"cpu": 350.0, "untraced": 20.0}
 
 
 def test_steps_each_get_their_own_path() -> None:
@@ -334,8 +385,30 @@ def test_steps_each_get_their_own_path() -> None:
     d.step(2, 100, 100)
     d.op("B", 110, 70)
     sec = cp(d.trace())
-    assert [(s["step"], s["length_us"]) for s in sec["steps"]] == [(1, 50.0), (2, 70.0)]
+    # each step's path is its wall: what no op explains is untraced, and named so
+    assert [(s["step"], s["length_us"], s["wall_us"]) for s in sec["steps"]] == [
+        (1, 100.0, 100.0),
+        (2, 100.0, 100.0),
+    ]
+    assert [s["bound_by_us"]["untraced"] for s in sec["steps"]] == [50.0, 30.0]
+    assert [s["explained_share"] for s in sec["steps"]] == [0.5, 0.7]
     assert set(sec["bound_by_us"]) == set(LABELS)
+
+
+def test_a_step_s_path_holds_the_work_that_ran_in_its_span() -> None:
+    """A kernel launched in step 1 that runs on into step 2: each step's path covers its own
+    span, the kernel's time shared between them at the boundary."""
+    d = Doc()
+    d.step(1, 0, 100)
+    d.op("aten::mm", 0, 20)
+    d.launch(5, 5, "mm_kernel", 20, 150)  # 20..170: past step 1's end
+    d.step(2, 100, 100)
+    d.runtime("cudaDeviceSynchronize", 110, 70)  # waits for mm_kernel (ends 170)
+    sec = cp(d.trace())
+    steps = {s["step"]: s for s in sec["steps"]}
+    assert steps[1]["length_us"] == 100.0 and steps[2]["length_us"] == 100.0
+    assert steps[2]["bound_by_us"]["gpu_compute"] == 70.0  # 100..170 of the kernel
+    assert steps[2]["bound_by_us"]["sync"] == 10.0  # the sync's return after it
 
 
 # -- what-if and savings ------------------------------------------------------------------------
@@ -395,12 +468,13 @@ def test_renderers_show_the_path() -> None:
     d.launch(10, 10, "mul_kernel", 30, 170)
     data = analyze(d.trace()).to_dict()
     short = text.render(data)
-    assert "critical path 200 µs" in short and "gpu_compute 85%" in short
+    # the step is 300 µs of host time: the path is the host's (the kernel ended at 200)
+    assert "critical path 300 µs" in short and "untraced 67%" in short
     assert "Critical path per step" not in short
     full = text.render(data, critical_path=True)
     assert "Critical path per step" in full and "Biggest pieces on the path" in full
     md = markdown.render(data)
-    assert "## Critical path" in md and "| gpu_compute | 170 µs | 85.0% |" in md
+    assert "## Critical path" in md and "| untraced | 200 µs | 66.7% |" in md
 
 
 def test_a_gap_finding_saves_the_path_time_inside_its_ranges() -> None:

@@ -120,9 +120,9 @@ def test_the_checks_catch_an_undeclared_key_a_missing_one_and_a_wrong_type() -> 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory) -> Report:
     """Three ranks of an NCCL job (synthetic Kineto documents); rank 1 arrives 200 µs late at
-    each of its three all_reduces."""
+    each of its three all_reduces; each rank's step ends in a sync on its device."""
     folder = tmp_path_factory.mktemp("job")
-    write_nccl_job(folder, world=3, late_rank=1, late_us=200.0)
+    write_nccl_job(folder, world=3, late_rank=1, late_us=200.0, sync=True, comm_stream=8)
     return analyze(folder)
 
 

@@ -252,7 +252,7 @@ def _rank_part(
 ) -> tuple[Any, Any, Any, dict[int, int]]:
     """The rank's trace, its graph with its waits (as the local path's job critical path
     builds it), that graph as the job weighs it, and ``{instance: row of its first work}``."""
-    from opscope.analysis.critical.job import _untraced_weighed, first_works
+    from opscope.analysis.critical.job import first_works
     from opscope.analysis.critical.section import rank_graph
 
     trace = _rank_trace(task, job_meta)
@@ -265,7 +265,7 @@ def _rank_part(
             works[int(k)] = row
     steps = task["options"]["steps"]
     graph = rank_graph(trace, tuple(steps) if steps is not None else None, records, waits)
-    return trace, graph, _untraced_weighed(trace, graph), works
+    return trace, graph, graph, works
 
 
 def rank_path(

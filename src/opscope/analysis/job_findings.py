@@ -215,10 +215,14 @@ def discount_waits(rank: RankReport, wait_us: float | None) -> list[dict[str, An
         share = min(1.0, left / wall) if wall > 0 else 0.0
         if share < EXPOSED_SHARE:
             continue
+        saved = f.get("step_savings_us")
         out.append(
             {
                 **f,
                 "time_at_stake_us": left,
+                # its saving was measured on the rank alone, waits included: never above what
+                # is left at stake
+                **({"step_savings_us": min(float(saved), left)} if saved is not None else {}),
                 "share": share,
                 "severity": severity_of(share),
                 "title": f"{f.get('title')}; {_fmt(float(wait_us))} of it waiting for other ranks",

@@ -22,6 +22,7 @@ from opscope.analysis.beside import beside
 from opscope.analysis.collective_match import match_collectives, stragglers
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.critical import section as critical
+from opscope.analysis.critical.fixes import Fix
 from opscope.analysis.critical.job import job_paths
 from opscope.analysis.critical.model import Graph
 from opscope.analysis.critical.path import plain
@@ -450,20 +451,25 @@ def _analyze_rank(
         return graph, critical.section(trace, graph)
 
     # the critical path runs beside the tables and rules where a second core pays
+    fixes: list[Fix | None] = []
     with beside(rank_path, idx.n) as path_result:
         report = _rank_tables(trace, steps, collectives, roofline=roofline, peaks=peaks)
         report.run_info = run_info
         if findings:
-            report.findings = [f.to_dict() for f in run_rules(_context(report, trace))]
+            found = run_rules(_context(report, trace))
+            report.findings = [f.to_dict() for f in found]
+            fixes = [f.fix for f in found]
         if report.timeline.comm_us > 0 or report.collectives:
             section = distributed_section([rank_report(report)])
             report.extra["distributed"] = section
             extra = comm_bandwidth(section, report.timeline.wall_us, report.collectives)
             if extra and findings:
-                report.findings = rerank([*report.findings, *extra])
+                report.findings = [*report.findings, *extra]
+                fixes += [critical.comm_bandwidth_fix(trace, collectives, f) for f in extra]
         graph, report.extra["critical_path"] = path_result()
     if findings and report.findings:
-        saved = critical.finding_savings(trace, graph, report.findings)
+        # each finding's saving is the what-if of its fix on the window's path
+        saved = critical.finding_savings(trace, graph, report.findings, fixes)
         for f, s in zip(report.findings, saved, strict=True):
             f["step_savings_us"] = s
         report.findings = rerank(report.findings)

@@ -20,7 +20,13 @@ class BoundBy(TypedDict):
     sync: float
     """Host waiting in a synchronisation."""
     wait_for_peer: float
-    """(job paths) A rank waiting inside a collective for the others to arrive."""
+    """A rank waiting inside a collective for the others to arrive (on a job's path the
+    path follows the rank that arrived last instead)."""
+    untraced: float
+    """Time that no traced work explains: a thread's host time between top-level events or
+    directly under a step marker (untraced Python, I/O, a sleep), and device work that waited
+    for something the trace does not record.  Each such piece names the events on either
+    side (:class:`GapEvidence`)."""
 
 
 class PathStep(TypedDict):
@@ -30,11 +36,25 @@ class PathStep(TypedDict):
     rank: int | None
     """The rank (rank paths); None on a job's path."""
     length_us: float
+    """The step's path: its wall, every µs of it labelled (``untraced`` where no traced work
+    explains it)."""
     wall_us: float
-    """The step's span on the path's clock, µs."""
+    """The step's wall, µs: its step marker's span (the report's ``steps[].wall_us``); on
+    a job's path, the step's span on the path's clocks."""
+    explained_share: NotRequired[float | None]
+    """The share of the wall that traced work explains: (length - untraced) / wall."""
     bound_by_us: BoundBy
     by_rank_us: NotRequired[dict[str, float]]
     """(job paths) Path time spent on each rank, µs, by rank."""
+
+
+class GapEvidence(TypedDict):
+    """Where an ``untraced`` piece lies: the thread (or device stream) and the events on
+    either side of it (None: none there)."""
+
+    thread: str
+    before_event_id: int | None
+    after_event_id: int | None
 
 
 class Segment(TypedDict):
@@ -48,6 +68,8 @@ class Segment(TypedDict):
     event_id: int | None
     start_ns: int
     dur_us: float
+    evidence: NotRequired[GapEvidence]
+    """(``untraced`` pieces) The thread and the events on either side."""
 
 
 class TopPiece(TypedDict):
@@ -87,8 +109,10 @@ class CriticalPath(TypedDict):
     length_us: float | None
     """The window's path length, µs (None: no job path)."""
     wall_us: NotRequired[float]
-    """The window's span on the path's clock, µs: ``wall_us - length_us`` is time no traced
-    dependency explains."""
+    """The window's span on the path's clock, µs (from the path's first point to its
+    last)."""
+    explained_share: NotRequired[float | None]
+    """The share of ``wall_us`` that traced work explains: (length - untraced) / wall."""
     bound_by_us: NotRequired[BoundBy]
     by_rank_us: NotRequired[dict[str, float]]
     """(job paths) Path time on each rank, µs, by rank."""
@@ -112,4 +136,13 @@ class PathLine(TypedDict):
     bound_by_us: BoundBy | None
 
 
-__all__ = ["BoundBy", "CriticalPath", "Jump", "PathLine", "PathStep", "Segment", "TopPiece"]
+__all__ = [
+    "BoundBy",
+    "CriticalPath",
+    "GapEvidence",
+    "Jump",
+    "PathLine",
+    "PathStep",
+    "Segment",
+    "TopPiece",
+]

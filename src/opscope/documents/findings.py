@@ -65,6 +65,9 @@ class FindingDetails(TypedDict, total=False):
     mean_us: float
     max_us: float
     cpu_total_us: float
+    what_if: str
+    """[hotspots] The ``--what-if`` spec of the finding's fix (``NAME=0``, or ``NAME@self=0``
+    for the op's own work only): ``step_savings_us`` is its saving on the critical path."""
     # idle_gaps
     cause: str | None
     """[idle_gaps] ``host``, ``kernel-to-kernel`` or ``other``; [straggler] why the rank is
@@ -223,8 +226,10 @@ class Finding(TypedDict):
     """``high``, ``medium`` or ``low``."""
     details: FindingDetails
     step_savings_us: NotRequired[float | None]
-    """The most the fix can shorten the critical path, µs (absent where no path was
-    computed, e.g. a job's own findings)."""
+    """What the fix shortens the window's critical path by, µs: the what-if of the change the
+    finding proposes, over every occurrence (``details.what_if`` where a spec says it), at
+    most ``time_at_stake_us``; for a job's own findings, the job path's (null where the fix
+    cannot be expressed)."""
     rank: NotRequired[int | None]
     """(job reports) The rank the finding is about; None for the job's own findings."""
     rank_finding_id: NotRequired[str | None]

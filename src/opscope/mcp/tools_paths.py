@@ -153,7 +153,8 @@ TOOLS = [
         description=(
             "The critical path of the trace (across ranks for a job): its length, the time "
             "by what bounds it (cpu, launch_overhead, gpu_compute, gpu_comm, "
-            "kernel_kernel_gap, sync, wait_for_peer, data_loading), per step, what it spends "
+            "kernel_kernel_gap, sync, wait_for_peer, data_loading, untraced), per step, what it "
+            "spends "
             "time on, and its longest segments with event ids."
         ),
         input_schema=s.args({"trace": s.TRACE, "limit": s.limit(20, 200, "segments")}),

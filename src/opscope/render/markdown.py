@@ -62,7 +62,7 @@ def _critical_path(data: dict[str, Any], top: int) -> list[str]:
     if pieces:
         out += ["| biggest pieces | label | time | pieces |", "|---|---|---:|---:|"]
         for p in pieces[:top]:
-            name = _cell(p.get("name") or "(untraced host time)")
+            name = _cell(p.get("name") or "(no traced event)")
             out.append(f"| {name} | {p['label']} | {us(p['dur_us'])} | {p['pieces']} |")
         out.append("")
     for note in cp.get("notes") or []:

@@ -34,7 +34,7 @@ def top_pieces(data: dict[str, Any], n: int = 3) -> list[str]:
     for note in cp.get("notes") or []:
         out.append(f"note: {note}")
     for t in (cp.get("top") or [])[:n]:
-        name = t.get("name") or "(untraced host time)"
+        name = t.get("name") or "(no traced event)"
         out.append(
             f"{t['label']}: {truncate(str(name), 60)} {us(t.get('dur_us'))} ({t['pieces']}×)"
         )
@@ -64,10 +64,17 @@ def tables(data: dict[str, Any], top: int = 20, name_width: int = 50) -> list[Ta
         st = Table(title="Critical path per step", title_justify="left")
         st.add_column("step", justify="right")
         st.add_column("path", justify="right")
+        st.add_column("wall", justify="right")
+        st.add_column("traced", justify="right")
         st.add_column("bound by")
         for s in steps[:top]:
+            share = s.get("explained_share")
             st.add_row(
-                str(s["step"]), us(s["length_us"]), _shares(s["bound_by_us"], float(s["length_us"]))
+                str(s["step"]),
+                us(s["length_us"]),
+                us(s.get("wall_us")),
+                f"{100 * float(share):.0f}%" if share is not None else "—",
+                _shares(s["bound_by_us"], float(s["length_us"])),
             )
         out.append(st)
     pieces = cp.get("top") or []
@@ -78,7 +85,7 @@ def tables(data: dict[str, Any], top: int = 20, name_width: int = 50) -> list[Ta
         pt.add_column("time", justify="right")
         pt.add_column("pieces", justify="right")
         for p in pieces[:top]:
-            name = p.get("name") or "(untraced host time)"
+            name = p.get("name") or "(no traced event)"
             pt.add_row(
                 p["label"], truncate(str(name), name_width), us(p["dur_us"]), str(p["pieces"])
             )

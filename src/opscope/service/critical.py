@@ -7,8 +7,10 @@ the whole table, so one :class:`~opscope.trace.viewport.Viewport` places every r
 and where the piece begins (``start_ns``, on its rank's clock: the clock its events use).  So
 a segment is drawn on its event's lane and row, from ``t = start_ns - origin_ns`` for its own
 duration (a piece can be part of an event: an op's time before and after its children).  A
-segment with no event (untraced host time between a step's events) keeps ``t`` and gets
-``lane`` and ``row`` null.
+segment with no event (``untraced`` time) is drawn at the top of the lane its evidence names
+(the event after it, else the one before it: a thread's lane for host time between its
+events, a stream's lane for device work that waited for something the trace does not show);
+one with neither keeps ``t`` and gets ``lane`` and ``row`` null.
 """
 
 from __future__ import annotations
@@ -50,14 +52,13 @@ def drawn_path(
             dur = np.asarray([float(s.get("dur_us") or 0.0) for s in segs], dtype=np.float64)
             keep = np.sort(np.argsort(-dur, kind="stable")[: max(0, limit)])
         chosen = [segs[k] for k in keep.tolist()]
-    ids = np.asarray(
-        [-1 if s.get("event_id") is None else int(s["event_id"]) for s in chosen], dtype=np.int64
-    )
+    ids = np.asarray([_anchor(s) for s in chosen], dtype=np.int64)
+    gap = np.asarray([s.get("event_id") is None for s in chosen], dtype=bool)
     rows = index.rows_of(ids) if len(ids) else np.zeros(0, dtype=np.int64)
     rows = np.where(ids >= 0, rows, -1)
     at = np.maximum(rows, 0)
     lanes = index.lane_of[at].tolist() if index.n else [0] * len(rows)
-    depth = index.depth[at].tolist() if index.n else [0] * len(rows)
+    depth = np.where(gap, 0, index.depth[at]).tolist() if index.n else [0] * len(rows)
     origin = index.origin_ns
     out: list[dict[str, Any]] = []
     for k, s, r, lane, row in zip(keep.tolist(), chosen, rows.tolist(), lanes, depth, strict=True):
@@ -74,6 +75,17 @@ def drawn_path(
     answer["truncated"] = total > len(out)
     answer["origin_ns"] = str(origin)
     return answer
+
+
+def _anchor(segment: Mapping[str, Any]) -> int:
+    """The id of the event a segment is drawn by (-1 none): its own, else its evidence's."""
+    if segment.get("event_id") is not None:
+        return int(segment["event_id"])
+    ev = segment.get("evidence") or {}
+    for key in ("after_event_id", "before_event_id"):
+        if ev.get(key) is not None:
+            return int(ev[key])
+    return -1
 
 
 __all__ = ["MAX_SEGMENTS", "drawn_path"]

@@ -9,5 +9,6 @@ def dumps(
     dur_ns: Any,
     labels: tuple[bytes, ...],
     names: tuple[bytes, ...],
+    evidence: tuple[Any, Any, Any, tuple[bytes, ...]] = ...,
     /,
 ) -> bytes: ...

@@ -38,10 +38,20 @@ from typing import Any
 import numpy as np
 
 from opscope.analysis.critical.longest import _native
-from opscope.analysis.critical.model import LABELS, STREAM, THREAD, Graph
+from opscope.analysis.critical.model import (
+    LABELS,
+    STREAM,
+    THREAD,
+    TIE_CLASSES,
+    Graph,
+    class_labels,
+    effective,
+    true_by_label,
+)
 from opscope.trace.arrays import unique_ints
 
 NLAB = len(LABELS)
+NCODE = NLAB * TIE_CLASSES  # a search's columns: time per label and tie class
 ANY = -1
 """A contracted edge's end that is no interface: the path starts (src) or ends (dst) there."""
 
@@ -63,8 +73,12 @@ class Searcher:
         self.sub = sub.astype(np.int64)
         self.src = np.ascontiguousarray(graph.src[sub], dtype=np.int64)
         self.dst = np.ascontiguousarray(graph.dst[sub], dtype=np.int64)
-        self.w = np.ascontiguousarray(weight[sub], dtype=np.int64)
-        self.label = np.ascontiguousarray(graph.label[sub], dtype=np.int64)
+        tie = None if graph.tie is None else graph.tie[sub]
+        label = graph.label[sub]
+        # searched with the ties' weights (model.effective), time summed per label and tie
+        # class (model.class_labels): Contraction.contract gives it back in ns per label
+        self.w = np.ascontiguousarray(effective(weight[sub], label, tie), dtype=np.int64)
+        self.label = np.ascontiguousarray(class_labels(label, tie), dtype=np.int64)
         n = graph.n_nodes
         self.n = n
         self.order = np.ascontiguousarray(np.argsort(self.src, kind="stable"), dtype=np.int64)
@@ -77,7 +91,7 @@ class Searcher:
             min(self.src.min(), self.dst.min()) < 0 or max(self.src.max(), self.dst.max()) >= n
         ):
             raise ValueError("an edge names a node outside the graph")
-        if len(self.label) and (self.label.min() < -1 or self.label.max() >= NLAB):
+        if len(self.label) and (self.label.min() < -1 or self.label.max() >= NCODE):
             raise ValueError("an edge's label is not one of LABELS")
         if len(self.stop) != n:
             raise ValueError("stop must have one entry per node")
@@ -85,7 +99,7 @@ class Searcher:
         self.dist = np.zeros(n, dtype=np.int64)
         self.pred = np.zeros(n, dtype=np.int64)
         self.origin = np.zeros(n, dtype=np.int64)
-        self.lab = np.zeros((n, NLAB), dtype=np.int64)
+        self.lab = np.zeros((n, NCODE), dtype=np.int64)
         self._indeg = np.zeros(n, dtype=np.int64)
         self._seen = np.zeros(n, dtype=np.uint8)
         self._out = np.zeros(n, dtype=np.int64)
@@ -108,7 +122,7 @@ class Searcher:
                 self.label,
                 self.stop,
                 int(source),
-                NLAB,
+                NCODE,
                 self.dist,
                 self.pred,
                 self.lab,
@@ -191,9 +205,12 @@ def _region_python(s: Searcher, source: int) -> np.ndarray:
 @dataclass(frozen=True)
 class Contracted:
     """Contracted edges (columns): ``src``/``dst`` an interface's position or :data:`ANY`,
-    ``weight`` (ns), ``by_label`` (ns per label, one row per edge), ``t_first``/``t_last``
-    (the times of the path's first and last node), ``step`` (the step of its nodes, -1 none)
-    and ``end`` (the path's last node in the rank's graph; for an edge to :data:`ANY`)."""
+    ``weight`` (the path's length in the weights it was searched with,
+    :func:`~opscope.analysis.critical.model.effective`: what the job's search compares),
+    ``by_label`` (ns per label, one row per edge: their sum is the length in ns),
+    ``t_first``/``t_last`` (the times of the path's first and last node), ``step`` (the step
+    of its nodes, -1 none) and ``end`` (the path's last node in the rank's graph; for an edge
+    to :data:`ANY`)."""
 
     src: np.ndarray
     dst: np.ndarray
@@ -311,7 +328,7 @@ class Contraction:
             z = np.zeros(0, dtype=np.int64)
             return Contracted(z, z, z, np.zeros((0, NLAB), np.int64), z, z, z, z)
         out = {k: np.concatenate(v).astype(np.int64) for k, v in cols.items() if v}
-        out["by_label"] = out["by_label"].reshape(-1, NLAB)
+        out["by_label"] = true_by_label(out["by_label"].reshape(-1, NCODE))
         out["t_first"] = t[out["t_first"]]  # the times of the paths' first nodes
         out["t_last"] = t[out["end"]]
         out["step"] = nstep[out["end"]]
@@ -328,7 +345,7 @@ class Contraction:
             s.w,
             s.label,
             s.stop,
-            NLAB,
+            NCODE,
             np.ascontiguousarray(self.interfaces, dtype=np.int64),
             np.ascontiguousarray(pos, dtype=np.int64),
             s.dist,
@@ -345,7 +362,7 @@ class Contraction:
         cols["end"].append(rows[:, 2])
         cols["weight"].append(rows[:, 3])
         cols["t_first"].append(rows[:, 4])
-        cols["by_label"].append(np.frombuffer(labs, dtype=np.int64).reshape(-1, NLAB))
+        cols["by_label"].append(np.frombuffer(labs, dtype=np.int64).reshape(-1, NCODE))
 
     def _contract_python(self, s: Searcher, pos: np.ndarray, add: Callable[..., None]) -> None:
         """:meth:`_contract_native`'s edges, a search at a time."""

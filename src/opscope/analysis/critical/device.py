@@ -26,6 +26,7 @@ from opscope.analysis.critical.model import (
     SYNC,
     SYNC_EDGE,
     SYNC_SLACK_NS,
+    UNTRACED,
     Build,
     args_of,
 )
@@ -307,6 +308,9 @@ def device_edges(b: Build, cross: np.ndarray) -> np.ndarray:
     calls = unique_ints(lrow[lm])
     slow[calls[long_calls(idx, calls)]] = True
     from_end = slow[np.maximum(lrow, 0)] & lm & (delay >= 0)
+    # a long call whose work started soon after it returned: the latency counts from its
+    # return (its own span is on the host's chain)
+    from_end |= lm & (delay >= 0) & (kstart - start[np.maximum(lrow, 0)] > GAP_LIMIT_NS)
     lw = np.where(from_end, delay, kstart - start[np.maximum(lrow, 0)])
     lw = np.where((binding == 0) & (delay <= GAP_LIMIT_NS) & (lw <= GAP_LIMIT_NS), lw, 0)
     edges.add(
@@ -337,7 +341,36 @@ def device_edges(b: Build, cross: np.ndarray) -> np.ndarray:
     waited = kstart - np.max(np.stack([ready_launch, ready_prev, ready_cross, ready_inferred]), 0)
     carried = ((binding == 0) & (lw > 0)) | ((binding == 1) & (pw > 0))
     unexplained[rows[(waited > INFER_SLACK_NS) & ~carried & (binding <= 1)]] = True
+    _untraced_waits(b, rows, (lrow, prev, csrc), binding, waited)
     return unexplained
+
+
+def _untraced_waits(
+    b: Build,
+    rows: np.ndarray,
+    causes: tuple[np.ndarray, np.ndarray, np.ndarray],
+    binding: np.ndarray,
+    waited: np.ndarray,
+) -> None:
+    """A work that started long after its binding cause (over :data:`GAP_LIMIT_NS` after its
+    launch returned, its stream's last work ended or the event it waited for was recorded)
+    waited for something the trace does not show (an event recorded outside the trace,
+    another process): that time is ``untraced``, an edge from the cause to the work's start,
+    so that a path that waits on the work accounts for it instead of dropping it."""
+    idx, start_node, end_node = b.idx, b.start_node, b.end_node
+    lrow, prev, csrc = causes
+    long_wait = (waited > GAP_LIMIT_NS) & (binding <= 2)
+    if not long_wait.any():
+        return
+    start, end = idx.start, idx.end
+    k = np.flatnonzero(long_wait)
+    cause = np.stack([lrow, prev, csrc])[binding[k], k]
+    ok = cause >= 0
+    k, cause = k[ok], cause[ok]
+    from_start = (binding[k] == 0) & (end[cause] > start[rows[k]])  # a call that returned late
+    src = np.where(from_start, start_node[cause], end_node[cause])
+    t_src = np.where(from_start, start[cause], end[cause])
+    b.edges.add(src, start_node[rows[k]], start[rows[k]] - t_src, (UNTRACED, -1, INFERRED))
 
 
 def inferred_waits(idx: EventIndex, rows: np.ndarray, ready: np.ndarray) -> np.ndarray:

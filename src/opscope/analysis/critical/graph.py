@@ -60,11 +60,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from opscope.analysis.critical.boundaries import cut_at_steps, step_bounds
 from opscope.analysis.critical.device import device_edges, sync_edges
 from opscope.analysis.critical.host import host_chains, host_collectives
 from opscope.analysis.critical.model import (
     BLOCKING,
     COMM,
+    CONTAINER_KINDS,
     CPU,
     EDGE_KINDS,
     GAP_LIMIT_NS,
@@ -80,6 +82,7 @@ from opscope.analysis.critical.model import (
     Build,
     Edges,
     Graph,
+    effective,
     under,
 )
 from opscope.analysis.opsets import is_data_loading
@@ -117,6 +120,8 @@ def build(
     host_comm = names.passing(_host_comm) & idx.is_framework
     host = sel & (idx.is_framework | idx.is_runtime) & (kind.isin(HOST_KINDS) | host_comm)
     host &= (dur > 0) & (~idx.is_framework | idx.in_tree)
+    container = sel & idx.is_framework & kind.isin(CONTAINER_KINDS) & (dur > 0) & ~host
+    host |= container
     work = sel & idx.is_device & kind.isin(DEVICE_WORK_KINDS)
     # work launched before the trace began (its launch is not here) is left out, as the
     # timeline leaves it out
@@ -160,17 +165,17 @@ def build(
         late = unexplained[own_copies[:, 0]]
         awaited_end[own_copies[late, 1]] = -1
     resume_after = host_collectives(b, host_links or {})
-    host_chains(b, awaited_end, resume_after, (blocking, host_comm, data))
+    host_chains(b, awaited_end, resume_after, (blocking, host_comm, data), container)
 
-    src, dst, weight, label, erow, ekind = edges.arrays()
+    src, dst, weight, label, erow, ekind, tie = edges.arrays()
     if nm:
-        src, dst, weight, label, erow, ekind = _split(
-            (src, dst, weight, label, erow, ekind),
+        src, dst, weight, label, erow, ekind, tie = _split(
+            (src, dst, weight, label, erow, ekind, tie),
             (start_node[mrows], end_node[mrows], mid_node),
             mwait,
             mrows,
         )
-    return Graph(
+    graph = Graph(
         time=node_time,
         row=node_row,
         role=node_role,
@@ -181,7 +186,9 @@ def build(
         edge_row=erow,
         kind=ekind,
         rank=rank,
+        tie=tie,
     )
+    return cut_at_steps(graph, step_bounds(idx))
 
 
 def acyclic(graph: Graph) -> Graph:
@@ -191,7 +198,8 @@ def acyclic(graph: Graph) -> Graph:
     from opscope.analysis.critical.longest import CycleError, longest_paths
 
     try:
-        dist, pred = longest_paths(graph.src, graph.dst, graph.weight, graph.n_nodes)
+        eff = effective(graph.weight, graph.label, graph.tie)
+        dist, pred = longest_paths(graph.src, graph.dst, eff, graph.n_nodes)
         graph.longest = (graph.src, graph.dst, graph.weight, dist, pred)
         return graph
     except CycleError:
@@ -209,6 +217,7 @@ def acyclic(graph: Graph) -> Graph:
         edge_row=graph.edge_row[keep],
         kind=graph.kind[keep],
         rank=graph.rank,
+        tie=None if graph.tie is None else graph.tie[keep],
         notes=[
             *graph.notes,
             f"the trace's links formed a cycle: {int((~keep).sum())} edges that run against "
@@ -226,7 +235,8 @@ def _split(
     rows: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
     """Replace each collective work's span edge (start -> end) by start -> mid (its wait,
-    ``wait_for_peer``) and mid -> end (the transfer, ``gpu_comm``)."""
+    ``wait_for_peer``) and mid -> end (the transfer, ``gpu_comm``); ``arrays``: the edges'
+    src, dst, weight, label, row, kind and tie class."""
     starts, ends, mids = nodes
     src, dst, weight = arrays[0], arrays[1], arrays[2]
     key = src * (1 << 31) + dst
@@ -245,6 +255,7 @@ def _split(
         np.concatenate([np.full(len(rows), WAIT), np.full(len(rows), COMM)]),
         np.concatenate([rows, rows]),
         np.concatenate([np.full(len(rows), SPLIT), np.full(len(rows), SPAN)]),
+        np.zeros(2 * len(rows), dtype=np.int8),
     )
     return tuple(np.concatenate([o, x.astype(o.dtype)]) for o, x in zip(out, extra, strict=True))
 

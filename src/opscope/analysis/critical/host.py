@@ -12,16 +12,19 @@ from opscope.analysis.critical.model import (
     COMM,
     CPU,
     DATA,
+    GAP_LIMIT_NS,
     HANDOFF,
     LAUNCH,
     LAUNCH_EDGE,
     NONE,
+    RANGE_TIE,
     RESUME,
     SYNC,
     THREAD,
+    UNTRACED,
     Build,
 )
-from opscope.trace.arrays import unique_ints
+from opscope.trace.arrays import unique_ints, unique_inverse
 from opscope.trace.index import EventIndex
 
 _native: ModuleType | None
@@ -47,6 +50,62 @@ def host_parent(idx: EventIndex, host: np.ndarray) -> np.ndarray:
     return np.where(ok, par, -1)
 
 
+def nest_parent(idx: EventIndex, host: np.ndarray) -> np.ndarray:
+    """Innermost enclosing row of ``host`` of each row (-1 none), through the nesting of the
+    thread's ranges (Python frames and annotations included; rows outside ``host`` skipped)."""
+    raw = idx.parent
+    par = np.where(raw == np.arange(idx.n), -1, raw)
+    act = np.flatnonzero(par >= 0)
+    act = act[~host[par[act]]]
+    for _ in range(1024):  # the nesting's depth bounds the hops
+        if not len(act):
+            break
+        par[act] = raw[par[act]]
+        par[act] = np.where(par[act] == act, -1, par[act])
+        act = act[par[act] >= 0]
+        act = act[~host[par[act]]]
+    out: np.ndarray = par.astype(np.int64)
+    return out
+
+
+def owners(parent: np.ndarray, container: np.ndarray) -> np.ndarray:
+    """Per row, the row whose time a piece attributed to it is: the row itself, or for a
+    container under an op (``parent``'s nesting), that op: time under a range that runs
+    inside an op is the op's own time."""
+    owner = np.arange(len(parent), dtype=np.int64)
+    act = np.flatnonzero(container)
+    cur = parent[act]
+    while len(act):
+        keep = cur >= 0
+        act, cur = act[keep], cur[keep]
+        hit = ~container[cur]
+        owner[act[hit]] = cur[hit]
+        act, cur = act[~hit], parent[cur[~hit]]
+    return owner
+
+
+def loop_threads(idx: EventIndex, work_rows: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """The threads that run the program's steps (thread codes, sorted): those of the profiler's
+    step markers; in a trace with none, per process the thread whose top-level work takes the
+    most time.  Their gaps between top-level events are the program's untraced host time;
+    other threads' gaps are idle time."""
+    steps = np.flatnonzero(idx.kind.eq("step") & idx.is_framework)
+    if len(steps):
+        return unique_ints(idx.thread[steps])
+    top = work_rows[parent[work_rows] < 0]
+    if not len(top):
+        return np.zeros(0, dtype=np.int64)
+    threads, inv = unique_inverse(idx.thread[top])
+    busy = np.bincount(inv, weights=idx.dur[top].astype(np.float64))
+    one = np.full(len(threads), -1, dtype=np.int64)  # a row of each thread
+    one[inv] = top
+    proc = idx.rank[one].astype(np.int64) * (len(idx.pid.values) + 1)
+    proc += idx.pid.codes[one].astype(np.int64)
+    order = np.lexsort((-busy, proc))
+    head = np.r_[True, proc[order][1:] != proc[order][:-1]]
+    return unique_ints(threads[order[head]])
+
+
 def call_order(
     rows: np.ndarray, t: np.ndarray, depth: np.ndarray, thread: np.ndarray
 ) -> np.ndarray:
@@ -68,14 +127,21 @@ def host_chains(
     awaited_end: np.ndarray,
     resume_after: np.ndarray,
     marks: tuple[np.ndarray, np.ndarray, np.ndarray],
+    container: np.ndarray | None = None,
 ) -> None:
-    """Each host thread's start/end nodes in call order, joined one to the next."""
+    """Each host thread's start/end nodes in call order, joined one to the next.
+    ``container``: the host rows that are ranges holding work (:data:`CONTAINER_KINDS`), not
+    work (a row mask; none when None)."""
     idx, hrows = bd.idx, bd.hrows
     if not len(hrows):
         return
     host = np.zeros(idx.n, dtype=bool)
     host[hrows] = True
-    parent = host_parent(idx, host)
+    if container is None:
+        container = np.zeros(idx.n, dtype=bool)
+    container = container & host
+    work = host & ~container
+    parent = nest_parent(idx, host) if container.any() else host_parent(idx, host)
     depth = np.zeros(idx.n, dtype=np.int64)  # among host rows: orders equal times only
     p = parent[hrows]
     act, p = hrows[p >= 0], p[p >= 0]
@@ -88,10 +154,78 @@ def host_chains(
     order = call_order(hrows, t, depth[hrows], idx.thread[hrows])
     rows = (parent, awaited_end, resume_after, marks)
     if _native is not None and _use_native:
-        bd.edges.add(*_chain_edges_native(_native, bd, order, rows))
+        chains = _chain_edges_native(_native, bd, order, rows)
     else:
-        bd.edges.add(*_chain_edges_numpy(bd, order, t, rows))
-    handoffs(bd, parent)
+        chains = _chain_edges_numpy(bd, order, t, rows)
+    work_rows = hrows[work[hrows]]
+    work_parent = host_parent(idx, work)
+    loop = np.zeros(int(idx.thread.max()) + 1 if idx.n else 0, dtype=bool)
+    loop[loop_threads(idx, work_rows, work_parent)] = True
+    src, dst, w, what, tie = _attribute(bd, chains, t, (parent, container, loop), marks)
+    bd.edges.add(src, dst, w, what, tie)
+    handoffs(bd, work_parent, work_rows)
+
+
+def _attribute(
+    bd: Build,
+    chains: ChainEdges,
+    t: np.ndarray,
+    nesting: tuple[np.ndarray, np.ndarray, np.ndarray],
+    marks: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[
+    np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray
+]:
+    """The chain edges with the time that no op accounts for named (and, last, each edge's
+    tie class: :data:`~.model.RANGE_TIE` for a range's own time): on a thread that runs the
+    steps (``loop``, per thread code), time under a container and under no op is the
+    container's (``cpu`` named by it, ``data_loading`` under a data loader), time directly
+    under a step marker or between top-level events is ``untraced`` (no event named); time
+    under a container inside an op is that op's.  Other threads' gaps stay weightless: a
+    thread between its events there is idle.  ``t``: the host nodes' times (starts, then
+    ends); ``nesting``: per row, its parent, whether it is a container, and per thread code
+    whether it runs the steps."""
+    src, dst, w, (label, att, kind) = chains
+    parent, container, loop = nesting
+    blocking, host_comm, data = marks
+    idx, hrows = bd.idx, bd.hrows
+    w, label, att = w.copy(), label.copy(), att.copy()
+    tie = np.zeros(len(src), dtype=np.int8)
+    nh = len(hrows)
+    on_loop = loop[idx.thread[hrows[src % nh]]] if nh else np.zeros(0, dtype=bool)
+    has = att >= 0
+    if container.any():
+        owner = owners(parent, container)
+        own = np.where(has, owner[np.maximum(att, 0)], -1)
+        cont = has & container[np.maximum(own, 0)]
+        other = cont & ~on_loop  # weighed below, as a gap between top-level events
+        label[other] = NONE
+        own[other] = -1
+        w[other & (kind != RESUME)] = 0
+        named = cont & on_loop
+        step = named & idx.kind.eq("step")[np.maximum(own, 0)]
+        label[named] = CPU
+        label[named & data[np.maximum(own, 0)]] = DATA
+        tie[named] = RANGE_TIE
+        label[step] = UNTRACED
+        own[step] = -1
+        # a container inside an op: the op's time, labelled as the op's
+        moved = has & ~cont & (own != att) & (own >= 0)
+        o = own[moved]
+        lab = np.full(len(o), CPU, dtype=label.dtype)
+        lab[data[o]] = DATA
+        lab[host_comm[o]] = COMM
+        lab[blocking[o]] = SYNC
+        label[moved] = lab
+        att = own
+    # gaps between top-level events: the loop thread's untraced host time; on another
+    # thread a short gap is untraced too (the autograd engine between two backward ops), a
+    # long one idle time (a worker waiting for work)
+    top = (att < 0) & (label == NONE) & (kind == THREAD)
+    dt = (t[dst] - t[src]).astype(w.dtype)
+    gap = top & (on_loop | (dt <= GAP_LIMIT_NS))
+    w[gap] = dt[gap]
+    label[(w > 0) & (label == NONE)] = UNTRACED
+    return src, dst, w, (label, att, kind), tie
 
 
 def _chain_edges_numpy(
@@ -172,13 +306,16 @@ def _chain_edges_native(
     return src[:m], dst[:m], w[:m], (label[:m], attributed[:m], kind[:m])
 
 
-def handoffs(b: Build, parent: np.ndarray) -> None:
+def handoffs(b: Build, parent: np.ndarray, hrows: np.ndarray | None = None) -> None:
     """Zero-weight edges across the threads of a process where one hands work to another:
     the autograd engine's backward thread and the threads that called ``backward()``.  For
     each top-level event of one of them, the other's last top-level event that ended after
     the thread's previous event and before this one -> this one (the thread went on once the
-    other was done), as HTA merges the two threads."""
-    idx, hrows = b.idx, b.hrows
+    other was done), as HTA merges the two threads.  ``hrows``: the rows taking part (the
+    work rows: a range that holds a thread's work is no event of its own here; default the
+    graph's host rows)."""
+    idx = b.idx
+    hrows = b.hrows if hrows is None else hrows
     start_node, end_node, edges = b.start_node, b.end_node, b.edges
     engine = idx.name.starts_with("autograd::engine::")[hrows]
     if not engine.any():  # no backward thread: nothing handed off
@@ -200,6 +337,15 @@ def handoffs(b: Build, parent: np.ndarray) -> None:
             prev_end[lo + 1 : hi] = np.maximum.accumulate(ends[lo : hi - 1])
     ops = hrows[idx.kind.eq("op")[hrows]]
     proc = idx.rank.astype(np.int64) * (len(idx.pid.values) + 1) + idx.pid.codes
+    # every node of the graph's host rows (ranges included), by thread and time: the calling
+    # thread goes on at its first node after the backward thread is done (the end of a range
+    # it waited in, e.g. ``## backward ##``), not only at its next op
+    allr = b.hrows
+    n_t = np.concatenate([start[allr], end[allr]])
+    n_id = np.concatenate([start_node[allr], end_node[allr]])
+    n_th = np.concatenate([thread[allr], thread[allr]])
+    n_order = np.lexsort((n_t, n_th))
+    n_t, n_id, n_th = n_t[n_order], n_id[n_order], n_th[n_order]
     for bt in bwd_threads.tolist():
         p0 = proc[hrows[thread[hrows] == bt][0]]
         others = unique_ints(thread[ops[(proc[ops] == p0) & (thread[ops] != bt)]])
@@ -214,7 +360,25 @@ def handoffs(b: Build, parent: np.ndarray) -> None:
                 k = np.searchsorted(end[cand], start[fb], side="right") - 1
                 u = cand[np.maximum(k, 0)]
                 ok = (k >= 0) & (end[u] > lo_t)
-                edges.add(end_node[u[ok]], start_node[fb[ok]], 0, (NONE, -1, HANDOFF))
+                u_ok, to = u[ok], start_node[fb[ok]]
+                to_t = start[fb[ok]]
+                if t_to != bt:
+                    lo = np.searchsorted(n_th, t_to, side="left")
+                    hi = np.searchsorted(n_th, t_to, side="right")
+                    j = lo + np.searchsorted(n_t[lo:hi], end[u_ok], side="left")
+                    earlier = (j < hi) & (n_t[np.minimum(j, len(n_t) - 1)] < to_t)
+                    jj = np.minimum(j, len(n_t) - 1)
+                    to = np.where(earlier, n_id[jj], to)
+                    to_t = np.where(earlier, n_t[jj], to_t)
+                # the engine's time between the hand-off and the next node: untraced
+                gap = to_t - end[u_ok]
+                gap = np.where((gap > 0) & (gap <= GAP_LIMIT_NS), gap, 0)
+                edges.add(
+                    end_node[u_ok],
+                    to,
+                    gap,
+                    (np.where(gap > 0, UNTRACED, NONE), -1, HANDOFF),
+                )
 
 
 def host_collectives(bd: Build, links: dict[int, int]) -> np.ndarray:

@@ -22,14 +22,14 @@ The rank sections of a job are computed on the same graphs with the waits weight
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from opscope.analysis.collective_match import member_waits
 from opscope.analysis.critical.contract import Contraction
-from opscope.analysis.critical.graph import CPU, NONE, SPLIT, THREAD, Graph
+from opscope.analysis.critical.graph import SPLIT, Graph
 from opscope.analysis.critical.job_savings import (
     Change,
     changed_weights,
@@ -143,7 +143,7 @@ def job_what_if(
     new: list[RankSummary] = []
     for gr in graphs:
         trace = traces[gr.rank]
-        part = _untraced_weighed(trace, gr)
+        part = gr
         mine = {k: got[gr.rank] for k, got in enumerate(works) if gr.rank in got}
         node_step = node_steps(trace.index, part)
         joins = rank_joins(part, mine)
@@ -271,7 +271,7 @@ def job_paths(
     held: dict[int, tuple[Graph, Contraction]] = {}
     mine: dict[int, dict[int, int]] = {}
     for gr in graphs:
-        part = _untraced_weighed(traces[gr.rank], gr)
+        part = gr
         mine[part.rank] = {k: got[part.rank] for k, got in enumerate(works) if part.rank in got}
         summary, con = rank_summary(traces[part.rank], part, mine[part.rank])
         summaries.append(summary)
@@ -307,32 +307,6 @@ def cycle_section(exc: CycleError) -> dict[str, Any]:
         "length_us": None,
         "warnings": [f"no job path: the ranks' collectives do not line up ({exc})"],
     }
-
-
-def _untraced_weighed(trace: Trace, graph: Graph) -> Graph:
-    """The graph with the step loop's untraced time weighed: on the thread that runs the
-    profiler steps, a gap between two top-level events of one step counts as ``cpu`` (no
-    event named).  A rank that arrives late at a collective because of work nobody traced
-    (Python, I/O, a sleep) is what the others wait for; HTA, and the rank paths here, leave
-    such gaps out."""
-    idx = trace.index
-    steps = np.flatnonzero(idx.kind.eq("step"))
-    if not len(steps) or not graph.n_edges:
-        return graph
-    loop = unique_ints(idx.thread[steps])
-    srow, drow = graph.row[graph.src], graph.row[graph.dst]
-    gap = (graph.kind == THREAD) & (graph.label == NONE)
-    gap &= (
-        np.isin(idx.thread[srow], loop) & (idx.step[srow] == idx.step[drow]) & (idx.step[srow] >= 0)
-    )
-    if not gap.any():
-        return graph
-    t = graph.time
-    return replace(
-        graph,
-        weight=np.where(gap, t[graph.dst] - t[graph.src], graph.weight),
-        label=np.where(gap, CPU, graph.label),
-    )
 
 
 def _by_rank(job: Graph, path: Path, node_rank: np.ndarray) -> dict[str, float]:

@@ -19,7 +19,8 @@ workers), after which that rank is contracted again:
   link - the pieces of that collective's device work, on every rank, scaled by the time the
   finding says would remain over the time measured.
 
-A finding whose fix the graph cannot express keeps ``step_savings_us`` null.
+A straggler none of whose late arrivals is on the job path saves 0; a finding whose fix the
+graph cannot express keeps ``step_savings_us`` null.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opscope.analysis.critical.contract import ANY
+from opscope.analysis.critical.fixes import collective_rows
 from opscope.analysis.critical.job_solve import (
     RankSummary,
     WindowSolution,
@@ -42,7 +44,6 @@ from opscope.analysis.critical.model import COMPUTE, CPU
 if TYPE_CHECKING:
     from opscope.analysis.critical.contract import Contraction
     from opscope.analysis.critical.model import Graph
-    from opscope.trace.model import Trace
 
 JOB_KINDS = frozenset({"straggler", "load_imbalance", "comm_bandwidth"})
 
@@ -117,30 +118,14 @@ def _cut(
     return w if changed else None
 
 
-def collective_rows(
-    trace: Trace, records: Sequence[Mapping[str, Any]], name: Any, pg: Any
-) -> np.ndarray:
-    """The rows of the device work of a rank's collectives called ``name`` in group ``pg``."""
-    ids = [
-        int(w)
-        for r in records
-        if r.get("name") == name and r.get("pg") == pg
-        for w in (r.get("work_event_ids") or [])
-    ]
-    if not ids:
-        return np.zeros(0, dtype=np.int64)
-    rows = trace.index.rows_of(np.asarray(ids, dtype=np.int64))
-    out: np.ndarray = rows[rows >= 0]
-    return out
-
-
 def _changes(
     f: Mapping[str, Any],
     summaries: Sequence[RankSummary],
     solved: Callable[[], WindowSolution],
     instances: Sequence[Mapping[str, Any]],
 ) -> dict[int, Change] | None:
-    """The finding's fix as a change per rank it touches (None: not expressible);
+    """The finding's fix as a change per rank it touches (None: not expressible; empty: it
+    touches nothing on the job path);
     ``solved()``: the summaries' window path, solved once when first asked for."""
     kind, details = f.get("kind"), f.get("details") or {}
     if kind == "straggler":
@@ -160,8 +145,8 @@ def _changes(
             ]
             late = round(min(others) * 1000.0) if others else 0
             arrivals.append((arrival_of[k], late))
-        if not arrivals:
-            return None
+        if not arrivals:  # none of its late arrivals is on the job path: nothing to save
+            return {}
         return {int(rank): {"kind": "cut", "preds": preds, "arrivals": arrivals}}
     if kind == "load_imbalance":
         rank, median = details.get("rank"), details.get("median_us")
@@ -202,7 +187,7 @@ def job_finding_savings(
             plans.append(None)
             continue
         changes = _changes(f, summaries, solved, instances)
-        if not changes:
+        if changes is None:
             plans.append(None)
             continue
         plan = {}
@@ -210,19 +195,20 @@ def job_finding_savings(
             plan[rank] = len(asked.setdefault(rank, []))
             asked[rank].append(change)
         plans.append(plan)
-    if not asked:
-        return [None] * len(findings)
-    got = recontract(asked)
-    base = solved().length_ns
+    got = recontract(asked) if asked else {}
+    base = solved().length_ns if asked else 0
     out: list[float | None] = []
     for f, asks in zip(findings, plans, strict=True):
+        if asks is not None and not asks:  # a fix that touches nothing on the job path
+            out.append(0.0)
+            continue
         new: dict[int, RankSummary] = {}
         for r, i in (asks or {}).items():
             summary = got[r][i]
             if summary is not None:
                 new[r] = summary
-        if not new:
-            out.append(None)
+        if not new:  # the change moved no weight on any rank: nothing saved
+            out.append(None if asks is None else 0.0)
             continue
         projected = window_length([new.get(s.rank, s) for s in summaries], members)
         saved_us = max(0, base - projected) / 1000.0

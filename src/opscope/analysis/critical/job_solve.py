@@ -20,9 +20,16 @@ import numpy as np
 
 from opscope.analysis.critical.contract import ANY, NLAB, Contracted, Contraction, cut_nodes
 from opscope.analysis.critical.graph import LABELS, Graph
-from opscope.analysis.critical.longest import longest_paths
+from opscope.analysis.critical.longest import longest_paths, paths_to
 from opscope.analysis.critical.path import Segments, longest_edges, longest_per_step
-from opscope.analysis.critical.section import METHOD, TOP, _us, bound_by_us, projection_answer
+from opscope.analysis.critical.section import (
+    METHOD,
+    TOP,
+    _us,
+    bound_by_us,
+    no_longer,
+    projection_answer,
+)
 from opscope.trace.arrays import unique_ints
 
 
@@ -114,9 +121,10 @@ def _no_edges() -> Contracted:
 @dataclass
 class _Joined:
     """The summaries' contracted graph, joined at the collectives: node ``time``, ``step``,
-    ``rank``; edge ``src``, ``dst``, ``weight``, ``by_label``, ``owner`` (the rank whose
-    contracted edge it is, -1 a join edge) and ``local`` (its index there); the instance of
-    each barrier (barrier nodes from ``first_barrier`` on)."""
+    ``rank``; edge ``src``, ``dst``, ``weight`` (what the search compares, the contracted
+    edges' weight), ``by_label`` (ns; its sum per edge is the edge's time, :attr:`ns`),
+    ``owner`` (the rank whose contracted edge it is, -1 a join edge) and ``local`` (its index
+    there); the instance of each barrier (barrier nodes from ``first_barrier`` on)."""
 
     time: np.ndarray
     step: np.ndarray
@@ -131,6 +139,12 @@ class _Joined:
     first_barrier: int = 0
     join_edges: int = 0
     base: dict[int, int] = field(default_factory=dict)  # each rank's first node
+
+    @property
+    def ns(self) -> np.ndarray:
+        """Each edge's time in ns."""
+        out: np.ndarray = self.by_label.sum(axis=1) if len(self.by_label) else self.weight * 0
+        return out
 
 
 def _joined(
@@ -219,9 +233,8 @@ def _labels(j: _Joined, edges: np.ndarray) -> dict[str, int]:
 
 def _by_rank(j: _Joined, edges: np.ndarray) -> dict[str, float]:
     r = j.rank[j.src[edges]]
-    return {
-        str(k): _us(int(j.weight[edges[r == k]].sum())) for k in unique_ints(r[r >= 0]).tolist()
-    }
+    ns = j.ns[edges]
+    return {str(k): _us(int(ns[r == k].sum())) for k in unique_ints(r[r >= 0]).tolist()}
 
 
 def _wall(j: _Joined, edges: np.ndarray) -> int:
@@ -231,15 +244,15 @@ def _wall(j: _Joined, edges: np.ndarray) -> int:
 
 
 def _solve(j: _Joined) -> _Path:
-    edges, length = longest_edges(j.src, j.dst, j.weight, len(j.time))
-    return _Path(edges, length)
+    edges, _n = longest_edges(j.src, j.dst, j.weight, len(j.time))
+    return _Path(edges, int(j.ns[edges].sum()))
 
 
 def _step_paths(j: _Joined) -> dict[int, _Path]:
     """Each step's path over the edges whose two ends lie in the step."""
-    return {
-        s: _Path(e, n) for s, (e, n) in longest_per_step(j.src, j.dst, j.weight, j.step).items()
-    }
+    ns = j.ns
+    per = longest_per_step(j.src, j.dst, j.weight, j.step)
+    return {s: _Path(e, int(ns[e].sum())) for s, (e, _n) in per.items()}
 
 
 def window_length(summaries: Sequence[RankSummary], members: Sequence[Sequence[int]]) -> int:
@@ -264,7 +277,10 @@ def solve_window(
     """The window's job path of the summaries (see :class:`WindowSolution`)."""
     whole = _joined(sorted(summaries, key=lambda s: s.rank), members, steps=False)
     dist, pred = longest_paths(whole.src, whole.dst, whole.weight, len(whole.time))
-    length = int(dist.max()) if len(dist) else 0
+    length = 0
+    if len(dist):
+        end = int(np.argmax(dist))
+        length = int(whole.ns[paths_to(np.asarray([end]), pred, whole.src)[0]].sum())
     return WindowSolution(whole, {s.rank: s for s in summaries}, pred, length)
 
 
@@ -303,14 +319,24 @@ def job_projection(
     before = sorted(base, key=lambda s: s.rank)
     after = sorted(new, key=lambda s: s.rank)
     b_whole, n_whole = _joined(before, members, steps=False), _joined(after, members, steps=False)
+    spec, changes = what
     b, n = _solve(b_whole), _solve(n_whole)
+    graph_of_n = n_whole
+    if no_longer(b, n, changes) is b:
+        n, graph_of_n = b, b_whole
     b_steps = _step_paths(_joined(before, members, steps=True))
     n_steps = _step_paths(_joined(after, members, steps=True))
-    spec, changes = what
+    n_steps = {
+        k: no_longer(b_steps[k], p, changes) if k in b_steps else p for k, p in n_steps.items()
+    }
     answer = projection_answer(
-        spec, changes, paths=(b, n), steps=(b_steps, n_steps), by_label=_labels(n_whole, n.edges)
+        spec,
+        changes,
+        paths=(b, n),
+        steps=(b_steps, n_steps),
+        by_label=_labels(graph_of_n, n.edges),
     )
-    answer["by_rank_us"] = _by_rank(n_whole, n.edges)
+    answer["by_rank_us"] = _by_rank(graph_of_n, n.edges)
     return answer
 
 

@@ -22,8 +22,25 @@ LABELS = (
     "kernel_kernel_gap",
     "sync",
     "wait_for_peer",
+    "untraced",
 )
-CPU, DATA, LAUNCH, COMPUTE, COMM, GAP, SYNC, WAIT = range(len(LABELS))
+CPU, DATA, LAUNCH, COMPUTE, COMM, GAP, SYNC, WAIT, UNTRACED = range(len(LABELS))
+# Ties between routes that explain the same time go to the one that names the cause.  Each
+# edge has a *tie class*: 0 work (an op, a runtime call, device work and its launches), 1 a
+# range's time under no op (a ``record_function`` range, a Python frame: named, but not the
+# work itself; a thread blocked inside ``## backward ##`` while the backward thread works),
+# 2 ``untraced`` time, 3 a blocked call's ``sync``, 4 a ``wait_for_peer``.  The longest path
+# is searched with each edge's weight times ``TIE_SCALE - class``: a route of a higher class
+# loses to one of a lower class that is as long, or shorter by less than about 0.1% of its
+# time per class.  Every figure reported is of the weights themselves (a class's effective
+# time divides exactly by its factor: :func:`true_by_label`).
+TIE_SCALE = 1024
+RANGE_TIE = 1
+TIE_CLASSES = 5
+TIE_FACTOR = TIE_SCALE - np.arange(TIE_CLASSES, dtype=np.int64)
+LABEL_TIE = np.asarray(
+    [{"untraced": 2, "sync": 3, "wait_for_peer": 4}.get(x, 0) for x in LABELS], dtype=np.int8
+)
 # The labels' counterparts in HTA's CriticalPathAnalysis ``bound_by`` (``sync`` and
 # ``wait_for_peer`` have none: HTA gives those edges no weight); docs/critical-path.md.
 HTA_BOUND_BY = {
@@ -35,6 +52,41 @@ HTA_BOUND_BY = {
     "launch_overhead": "gpu_kernel_launch_overhead",
 }
 NONE = -1  # an edge that carries no time (ordering only)
+
+
+def tie_classes(label: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
+    """Each edge's tie class: ``tie`` where given, else its label's (0 for no label)."""
+    base = np.where(label >= 0, LABEL_TIE[np.maximum(label, 0)], 0).astype(np.int8)
+    if tie is None:
+        return base
+    out: np.ndarray = np.maximum(base, np.asarray(tie, dtype=np.int8))
+    return out
+
+
+def effective(weight: np.ndarray, label: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
+    """The weights the longest path is searched with: ``weight`` times its tie class's factor
+    (:data:`TIE_FACTOR`)."""
+    out: np.ndarray = np.asarray(weight, dtype=np.int64) * TIE_FACTOR[tie_classes(label, tie)]
+    return out
+
+
+def class_labels(label: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
+    """Each edge's label and tie class as one code (``label * TIE_CLASSES + class``; -1 for no
+    label): searches that sum time per label sum it per code, each code's effective time then
+    divides exactly by its factor (:func:`true_by_label`)."""
+    cls = tie_classes(label, tie).astype(np.int64)
+    out: np.ndarray = np.where(label >= 0, label.astype(np.int64) * TIE_CLASSES + cls, -1)
+    return out
+
+
+def true_by_label(by_code: np.ndarray) -> np.ndarray:
+    """Effective time per code (the last axis: ``len(LABELS) * TIE_CLASSES`` columns, as
+    :func:`class_labels` numbers them) back in ns per label."""
+    a = np.asarray(by_code, dtype=np.int64)
+    shaped = a.reshape(*a.shape[:-1], len(LABELS), TIE_CLASSES)
+    out: np.ndarray = (shaped // TIE_FACTOR).sum(axis=-1)
+    return out
+
 
 # Edge kinds (why the edge exists), for what-if and the docs.
 EDGE_KINDS = (
@@ -63,10 +115,15 @@ INFER_SLACK_NS = 20_000
 # clocks of host and device records differ by about a microsecond).
 SYNC_SLACK_NS = 1_000
 
-# Host events that take part: ops and runtime calls.  Annotations (``ProfilerStep#N``,
-# ``record_function`` ranges) are not work: time under one that no op accounts for is not on
-# the path (as in HTA), except a CPU backend's collective ranges, which are the work itself.
+# Host events that take part as work: ops and runtime calls (and a CPU backend's collective
+# ranges, which are the work itself).
 HOST_KINDS = ("op", "runtime", "sync")
+# Host ranges that hold work without being work: ``record_function`` ranges, the profiler's
+# ``ProfilerStep#N`` and Python frames.  They take part as *containers*: time on a thread
+# under one and under no op is that range's (``cpu`` named by it, ``data_loading`` under a
+# data loader), and time directly under a step marker, or between top-level events of the
+# thread that runs the steps, is ``untraced``; time under an op stays the op's.
+CONTAINER_KINDS = ("annotation", "step", "python")
 # A launch call this many times its name's median, and this long, waited for a queue slot.
 BACK_PRESSURE = 10.0
 BACK_PRESSURE_MIN_NS = 50_000
@@ -96,6 +153,9 @@ class Graph:
     kind: np.ndarray
     rank: int = 0
     notes: list[str] = field(default_factory=list)
+    #: each edge's tie class where its label does not give it (:func:`tie_classes`; None: the
+    #: labels' own)
+    tie: np.ndarray | None = None
     #: what :func:`~opscope.analysis.critical.graph.acyclic` found while checking the graph:
     #: ``(src, dst, weight, dist, pred)``, the ``longest_paths`` of those very arrays (see
     #: :meth:`solved`; a copy of the graph with other edges or weights does not use it; the
@@ -130,9 +190,11 @@ class Edges:
         dst: np.ndarray,
         weight: np.ndarray | int,
         what: tuple[np.ndarray | int, np.ndarray | int, np.ndarray | int],
+        tie: np.ndarray | int = 0,
     ) -> None:
         """Edges ``src -> dst`` of ``weight`` (negative: none); ``what`` is their label,
-        attributed row and kind (arrays, or one value for all)."""
+        attributed row and kind (arrays, or one value for all); ``tie`` their tie class where
+        the label does not give it."""
         label, row, kind = what
         n = len(src)
         if not n:
@@ -154,14 +216,16 @@ class Edges:
                 full(label, np.int8),  # small codes: less memory to move
                 full(row),
                 full(kind, np.int8),
+                full(tie, np.int8),
             )
         )
 
     def arrays(self) -> tuple[np.ndarray, ...]:
+        """src, dst, weight, label, row, kind, tie."""
         if not self.parts:
-            kinds = (np.int64, np.int64, np.int64, np.int8, np.int64, np.int8)
+            kinds = (np.int64, np.int64, np.int64, np.int8, np.int64, np.int8, np.int8)
             return tuple(np.zeros(0, dtype=k) for k in kinds)
-        return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(6))
+        return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(7))
 
 
 @dataclass

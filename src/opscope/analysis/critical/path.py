@@ -23,6 +23,7 @@ import orjson
 
 from opscope.analysis.critical.graph import LABELS, Graph
 from opscope.analysis.critical.longest import longest_paths, paths_to
+from opscope.analysis.critical.model import UNTRACED, effective
 from opscope.trace.arrays import unique_ints, unique_inverse
 
 _pieces: ModuleType | None
@@ -127,8 +128,9 @@ def solve(graph: Graph, weight: np.ndarray | None = None, keep: np.ndarray | Non
     solved = graph.solved(w) if keep is None else None
     if solved is not None:
         graph.longest = None  # used once: its two node arrays are not kept with the graph
-    edges, length = longest_edges(graph.src, graph.dst, w, graph.n_nodes, keep, solved=solved)
-    return Path(edges, length, _by_label(graph, edges, w))
+    eff = effective(w, graph.label, graph.tie)
+    edges, _n = longest_edges(graph.src, graph.dst, eff, graph.n_nodes, keep, solved=solved)
+    return Path(edges, int(w[edges].sum()), _by_label(graph, edges, w))
 
 
 def step_paths(
@@ -137,8 +139,8 @@ def step_paths(
     """Each step's own path: ``{step: Path}`` over the edges whose two ends lie in that step
     (``node_step``: the step of each node, -1 none)."""
     w = graph.weight if weight is None else weight
-    per = longest_per_step(graph.src, graph.dst, w, node_step)
-    return {s: Path(e, length, _by_label(graph, e, w)) for s, (e, length) in per.items()}
+    per = longest_per_step(graph.src, graph.dst, effective(w, graph.label, graph.tie), node_step)
+    return {s: Path(e, int(w[e].sum()), _by_label(graph, e, w)) for s, (e, _n) in per.items()}
 
 
 @dataclass(frozen=True)
@@ -152,19 +154,50 @@ class Pieces:
     row: np.ndarray
     start_ns: np.ndarray
     dur_ns: np.ndarray
+    #: for an ``untraced`` piece, the rows of the events on either side of it (its first
+    #: edge's source and its last edge's destination; -1 elsewhere): its evidence
+    before: np.ndarray | None = None
+    after: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.row)
 
     def slice(self, lo: int, hi: int) -> Pieces:
         """Pieces ``lo`` to ``hi`` (views, no copy)."""
+        return self.take(np.s_[lo:hi])
+
+    def take(self, at: Any) -> Pieces:
+        """The pieces at ``at`` (a slice: views)."""
         return Pieces(
-            self.rank[lo:hi],
-            self.label[lo:hi],
-            self.row[lo:hi],
-            self.start_ns[lo:hi],
-            self.dur_ns[lo:hi],
+            self.rank[at],
+            self.label[at],
+            self.row[at],
+            self.start_ns[at],
+            self.dur_ns[at],
+            None if self.before is None else self.before[at],
+            None if self.after is None else self.after[at],
         )
+
+    def evidence(self, idx: EventIndex) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """Per piece, the ids of the events before and after it (-1 none), the position of
+        its thread in the list of threads returned (-1: a piece that is not ``untraced``)."""
+        n = len(self)
+        before = np.full(n, -1, np.int64) if self.before is None else self.before
+        after = np.full(n, -1, np.int64) if self.after is None else self.after
+        some = (before >= 0) | (after >= 0)
+        if not some.any():
+            none = np.full(n, -1, np.int64)
+            return none, none, none, []
+        b_id = np.where(before >= 0, idx.ids[np.maximum(before, 0)], -1)
+        a_id = np.where(after >= 0, idx.ids[np.maximum(after, 0)], -1)
+        at = np.where(before >= 0, before, after)
+        codes = np.where(some, idx.tid.codes[np.maximum(at, 0)], -1)
+        used, inv = np.unique(codes, return_inverse=True)
+        base = 1 if len(used) and used[0] < 0 else 0
+        thread = np.where(codes >= 0, inv.astype(np.int64) - base, -1)
+        values = idx.tid.values.tolist()
+        names = [str(values[c]) for c in used.tolist() if c >= 0]
+        return b_id, a_id, thread, names
 
     def dicts(self, idx: EventIndex) -> list[dict[str, Any]]:
         """The pieces as the report's ``segments``: ``rank``, ``label``, ``name``,
@@ -182,7 +215,7 @@ class Pieces:
         names = [name_of[k] for k in inv.tolist()]
         labels = [LABELS[k] for k in self.label.tolist()]
         durs = np.round(self.dur_ns / 1000.0, 3).tolist()
-        return [
+        out = [
             {
                 "rank": rk,
                 "label": lb,
@@ -195,6 +228,14 @@ class Pieces:
                 self.rank.tolist(), labels, names, ids, self.start_ns.tolist(), durs, strict=True
             )
         ]
+        b_id, a_id, thread, threads = self.evidence(idx)
+        for k in np.flatnonzero(thread >= 0).tolist():
+            out[k]["evidence"] = {
+                "thread": threads[int(thread[k])],
+                "before_event_id": int(b_id[k]) if b_id[k] >= 0 else None,
+                "after_event_id": int(a_id[k]) if a_id[k] >= 0 else None,
+            }
+        return out
 
     def top(self, idx: EventIndex, n: int) -> list[dict[str, Any]]:
         """The pieces summed per (label, event name), biggest first: ``label``, ``name``,
@@ -297,9 +338,7 @@ class Segments(Sequence[dict[str, Any]]):
             at = np.flatnonzero(which == b)
             p, idx = self.blocks[b]
             local = positions[at] - starts[b]
-            sub = Pieces(
-                p.rank[local], p.label[local], p.row[local], p.start_ns[local], p.dur_ns[local]
-            )
+            sub = p.take(local)
             for k, d in zip(at.tolist(), sub.dicts(idx), strict=True):
                 out[k] = d
         return [d for d in out if d is not None]
@@ -344,6 +383,7 @@ def _block_json(p: Pieces, idx: EventIndex) -> bytes:
     base = 1 if len(uniq) and uniq[0] < 0 else 0
     name = np.where(codes >= 0, inv.astype(np.int64) - base, -1)
     eid = np.where(valid & (codes >= 0), idx.ids[safe], -1)
+    b_id, a_id, thread, threads = p.evidence(idx)
     out: bytes = _pieces.dumps(
         np.ascontiguousarray(p.rank, dtype=np.int64),
         np.ascontiguousarray(p.label, dtype=np.int64),
@@ -353,6 +393,12 @@ def _block_json(p: Pieces, idx: EventIndex) -> bytes:
         np.ascontiguousarray(p.dur_ns, dtype=np.int64),
         tuple(orjson.dumps(x) for x in LABELS),
         names,
+        (
+            np.ascontiguousarray(b_id, dtype=np.int64),
+            np.ascontiguousarray(a_id, dtype=np.int64),
+            np.ascontiguousarray(thread, dtype=np.int64),
+            tuple(orjson.dumps(x) for x in threads),
+        ),
     )
     return out
 
@@ -410,7 +456,11 @@ def pieces(
     sums = np.add.reduceat(w[e], first) if len(e) else np.zeros(0, dtype=np.int64)
     # a piece begins where its time begins: its first edge's end less that edge's weight
     t0 = graph.time[graph.dst[e[first]]] - w[e[first]]
-    return Pieces(rank[first], lab[first], row[first], t0, sums)
+    last = np.r_[first[1:] - 1, len(e) - 1] if len(e) else first
+    gap = lab[first] == UNTRACED
+    before = np.where(gap, graph.row[graph.src[e[first]]], -1)
+    after = np.where(gap, graph.row[graph.dst[e[last]]], -1)
+    return Pieces(rank[first], lab[first], row[first], t0, sums, before, after)
 
 
 def segments(

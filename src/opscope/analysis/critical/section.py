@@ -17,11 +17,21 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
-from opscope.analysis.critical.graph import LABELS, SPAN, SPLIT, Graph, acyclic, build, under
+from opscope.analysis.critical.fixes import (
+    Fix,
+    FixError,
+    FixPart,
+    collective_rows,
+    fix_savings,
+    fix_weights,
+    part_of_name,
+)
+from opscope.analysis.critical.graph import LABELS, Graph, acyclic, build
+from opscope.analysis.critical.model import INFERRED, UNTRACED
 from opscope.analysis.critical.path import Path, Segments, pieces, solve, step_paths
 from opscope.trace.arrays import unique_ints
 
@@ -99,8 +109,58 @@ def _wall(graph: Graph, path: Path) -> int:
 
 
 def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
-    """The profiler step of each node's event (-1 none)."""
-    return np.asarray(idx.step[graph.row], dtype=np.int64)
+    """The profiler step each node lies in (-1 none): by time, within the span of its rank's
+    step marker (``ProfilerStep#N``), so that a step's own path is what bounded that span
+    and accounts for its wall: device work that a step launched but that ran while the next
+    step was on the host lies in the next step.  A node at the boundary of two steps lies in
+    the step it ends (an end node) or begins (a start node).  Where a rank's step markers
+    overlap (several threads or processes stepping at once), each node lies in its event's
+    step, as the event table has it."""
+    out: np.ndarray = np.asarray(idx.step[graph.row], dtype=np.int64).copy()
+    marks = np.flatnonzero(idx.kind.eq("step") & idx.is_framework & (idx.dur > 0))
+    if not len(marks) or not graph.n_nodes:
+        return out
+    node_rank = idx.rank[graph.row]
+    t, role = graph.time, graph.role
+    for rank in unique_ints(idx.rank[marks]).tolist():
+        m = marks[idx.rank[marks] == rank]
+        m = m[np.argsort(idx.start[m], kind="stable")]
+        s0, s1, num = idx.start[m], idx.end[m], idx.step[m].astype(np.int64)
+        if len(m) > 1 and bool((s0[1:] < s1[:-1]).any()):
+            continue  # overlapping markers: by event
+        nodes = np.flatnonzero(node_rank == rank)
+        tn = t[nodes]
+        ends = role[nodes] == 1
+        k = np.where(
+            ends,
+            np.searchsorted(s0, tn, side="left") - 1,
+            np.searchsorted(s0, tn, side="right") - 1,
+        )
+        ok = k >= 0
+        kk = np.maximum(k, 0)
+        ok &= np.where(ends, tn <= s1[kk], tn < s1[kk])
+        out[nodes] = np.where(ok, num[kk], -1)
+    return out
+
+
+def step_walls(idx: EventIndex) -> dict[int, int]:
+    """Each profiler step's wall (ns): its step marker's span, the report's
+    ``steps[].wall_us`` (the longest where a step has several markers)."""
+    marks = np.flatnonzero(idx.kind.eq("step") & idx.is_framework)
+    out: dict[int, int] = {}
+    for num, d in zip(idx.step[marks].tolist(), idx.dur[marks].tolist(), strict=True):
+        if num >= 0:
+            out[int(num)] = max(out.get(int(num), 0), int(d))
+    return out
+
+
+def explained_share(by_label: Mapping[str, int], wall_ns: int) -> float | None:
+    """The share of a wall that the path explains with traced work: its length less its
+    ``untraced`` time, over the wall (None without a wall)."""
+    if wall_ns <= 0:
+        return None
+    traced = sum(v for k, v in by_label.items() if k != "untraced")
+    return round(min(1.0, traced / wall_ns), 4)
 
 
 def _notes(graph: Graph, path: Path) -> list[str]:
@@ -117,8 +177,46 @@ def _notes(graph: Graph, path: Path) -> list[str]:
     if wall and path.length_ns < 0.5 * wall:
         out.append(
             f"the path accounts for {100 * path.length_ns / wall:.0f}% of the window: the rest "
-            "is time no traced dependency explains (threads idle between top-level events, "
-            "device work that waited for something the trace does not record)"
+            "is time no traced dependency explains"
+        )
+    out += untraced_notes(graph, path)
+    return out
+
+
+#: the share of a path above which its untraced time gets a note on what to record next
+UNTRACED_NOTE_SHARE = 0.2
+
+
+def untraced_notes(graph: Graph, path: Path) -> list[str]:
+    """What to record next where much of the path is ``untraced``: for the host's time
+    between its events, Python frames and ``record_function`` ranges (and, for a data loader
+    with workers, their own traces); for device work that waited on something unseen, what it
+    can have been."""
+    untraced = path.by_label.get("untraced", 0)
+    if not path.length_ns or untraced < UNTRACED_NOTE_SHARE * path.length_ns:
+        return []
+    e = path.edges
+    on = e[(graph.label[e] == UNTRACED) & (graph.weight[e] > 0)]
+    device_ns = int(graph.weight[on[graph.kind[on] == INFERRED]].sum())
+    host_ns = int(graph.weight[on].sum()) - device_ns
+    out: list[str] = []
+    share = 100 * untraced / path.length_ns
+    if host_ns >= device_ns:
+        out.append(
+            f"{share:.0f}% of the path is untraced host time (between the events of the thread "
+            "that runs the steps: Python, I/O, a sleep, a lock): record what it is with "
+            "torch.profiler.profile(with_stack=True) (Python frames name it) or "
+            "torch.profiler.record_function('...') around your own code (opscope profile "
+            "--with-stack); a DataLoader with num_workers > 0 waits on its workers, whose time "
+            "is in their own processes"
+        )
+    else:
+        out.append(
+            f"{share:.0f}% of the path is device work that waited for something the trace does "
+            "not record (an event recorded outside the window or by another process, a graph's "
+            "internal dependency, the legacy default stream): each such piece names the events "
+            "on either side (segments' evidence); profile a window that holds what they wait "
+            "for"
         )
     return out
 
@@ -134,12 +232,14 @@ def section(
     parts = pieces(graph, path, weight)
     segs = Segments(parts, idx)
     per_step = step_paths(graph, node_steps(idx, graph), weight)
+    walls = step_walls(idx)
     steps = [
         {
             "step": s,
             "rank": graph.rank,
             "length_us": _us(p.length_ns),
-            "wall_us": _us(_wall(graph, p)),
+            "wall_us": _us(walls.get(s, _wall(graph, p))),
+            "explained_share": explained_share(p.by_label, walls.get(s, _wall(graph, p))),
             "bound_by_us": bound_by_us(p.by_label),
         }
         for s, p in sorted(per_step.items())
@@ -149,6 +249,7 @@ def section(
         "rank": graph.rank,
         "length_us": _us(path.length_ns),
         "wall_us": _us(_wall(graph, path)),
+        "explained_share": explained_share(path.by_label, _wall(graph, path)),
         "bound_by_us": bound_by_us(path.by_label),
         "steps": steps,
         "segments": segs,
@@ -194,30 +295,15 @@ def parse_what_if(spec: str) -> list[tuple[str, float]]:
 def scaled_weights(
     idx: EventIndex, graph: Graph, changes: Sequence[tuple[str, float]]
 ) -> np.ndarray:
-    """The graph's weights with each change applied.  A name is a label (every piece of that
-    label), else an event name: an op's device work (the kernels it and the ops under it
-    launched; its host time where it launched none), or a kernel's own time."""
-    w = graph.weight.astype(np.float64)
-    span_like = np.isin(graph.kind, _SPAN_KINDS)
-    for name, factor in changes:
-        if name in LABELS:
-            sel = graph.label == LABELS.index(name)
-        else:
-            named = idx.name.eq(name)
-            if not named.any():
-                raise WhatIfError(f"what-if: no event named {name!r} in the trace")
-            rows = under(idx, named & idx.is_framework) | (named & idx.is_device)
-            device = rows & idx.is_device
-            at = np.maximum(graph.edge_row, 0)
-            if (device & idx.is_work).any():
-                sel = device[at] & span_like & (graph.edge_row >= 0)
-            else:
-                sel = rows[at] & (graph.edge_row >= 0) & (graph.label >= 0)
-        w = np.where(sel, w * factor, w)
-    return np.rint(w).astype(np.int64)
-
-
-_SPAN_KINDS = (SPAN, SPLIT)
+    """The graph's weights with each change applied (:mod:`.fixes`).  A name is a label
+    (every piece of that label), else an event name: an op's device work (the kernels it and
+    the ops under it launched; its host time where it launched none; ``NAME@self``: only the
+    work it launched itself), a runtime call's host time, or a kernel's own time."""
+    try:
+        w, _keep = fix_weights(idx, graph, [part_of_name(n, f) for n, f in changes])
+    except FixError as exc:
+        raise WhatIfError(f"what-if: {exc}") from None
+    return w
 
 
 def what_if(trace: Trace, graph: Graph, spec: str) -> dict[str, Any]:
@@ -246,8 +332,11 @@ def projection(
     ``weight`` (``base``: the graph's path when already solved).  Returns the answer and the
     projected path."""
     base = solve(graph) if base is None else base
-    new = solve(graph, weight)
+    new = no_longer(base, solve(graph, weight), changes)
     b_steps, n_steps = step_paths(graph, node_step), step_paths(graph, node_step, weight)
+    n_steps = {
+        k: no_longer(b_steps[k], p, changes) if k in b_steps else p for k, p in n_steps.items()
+    }
     answer = projection_answer(
         spec, changes, paths=(base, new), steps=(b_steps, n_steps), by_label=new.by_label
     )
@@ -259,6 +348,19 @@ class _Solved(Protocol):
 
     @property
     def length_ns(self) -> int: ...
+
+
+_P = TypeVar("_P", bound=_Solved)
+
+
+def no_longer(base: _P, new: _P, changes: Sequence[tuple[str, float]]) -> _P:
+    """The projected path, or the path as it was where changes that only take time away
+    (every factor at most 1) came out longer: the ties' tolerance (a causal route preferred
+    to a filler one that is up to ~0.1 % longer) can pick a longer route once a cause is
+    shortened; less work never lengthens the step."""
+    if all(f <= 1.0 for _n, f in changes) and new.length_ns > base.length_ns:
+        return base
+    return new
 
 
 def projection_answer(
@@ -380,43 +482,81 @@ def window_path(trace: Trace, graph: Graph) -> Path:
 
 
 def finding_savings(
-    trace: Trace, graph: Graph, findings: Sequence[Mapping[str, Any]]
+    trace: Trace,
+    graph: Graph,
+    findings: Sequence[Mapping[str, Any]],
+    fixes: Sequence[Fix | None] | None = None,
 ) -> list[float]:
-    """For each finding, ``step_savings_us``: the most its fix can shorten the window's path,
-    i.e. its ``time_at_stake_us`` capped by the path time it accounts for.  That path time is
-    the path's pieces attributed to the finding's evidence events (and the ops under them and
-    the device work they launched); for gaps (idle device, launch-bound), the path's pieces
-    inside the evidence time ranges.  A finding with no evidence keeps its time at stake."""
+    """For each finding, ``step_savings_us``: what its fix shortens the window's path by,
+    its what-if (:func:`~opscope.analysis.critical.fixes.fix_savings`), at most its time at
+    stake.  A finding with no fix (``fixes``: one per finding, or None for none) keeps the
+    bound the path gives: its time at stake capped by the path time its evidence accounts
+    for (the pieces attributed to its events and the work under them; for gaps, the pieces
+    inside its time ranges); one with no evidence either, its time at stake."""
     idx = trace.index
-    on_path = _OnPath(idx, graph, window_path(trace, graph))
-    w = on_path.w
+    base = window_path(trace, graph)
+    what_ifs = fix_savings(
+        idx,
+        graph,
+        findings,
+        list(fixes) if fixes is not None else [None] * len(findings),
+        base.length_ns,
+    )
+    on_path: _OnPath | None = None
     out: list[float] = []
-    for f in findings:
-        at_stake = float(f.get("time_at_stake_us") or 0.0)
-        ev = f.get("evidence") or []
-        ids = [int(i) for x in ev for i in (x.get("event_ids") or [])]
-        ranges = [
-            (int(x["start_ns"]), int(x["end_ns"]))
-            for x in ev
-            if x.get("start_ns") is not None and x.get("end_ns") is not None
-        ]
-        if str(f.get("kind")) in _WINDOW_KINDS and ranges:
-            on = float(on_path.inside(ranges))
-        elif ids:
-            hit = on_path.under(idx.rows_of(np.asarray(ids, dtype=np.int64)))
-            on = float(w[hit].sum())
-        else:
-            out.append(round(at_stake, 3))
+    for f, got in zip(findings, what_ifs, strict=True):
+        if got is not None:
+            out.append(got)
             continue
-        out.append(round(min(at_stake, on / 1000.0), 3))
+        if on_path is None:
+            on_path = _OnPath(idx, graph, base)
+        out.append(_evidence_bound(idx, on_path, f))
     return out
+
+
+def _evidence_bound(idx: EventIndex, on_path: _OnPath, f: Mapping[str, Any]) -> float:
+    at_stake = float(f.get("time_at_stake_us") or 0.0)
+    ev = f.get("evidence") or []
+    ids = [int(i) for x in ev for i in (x.get("event_ids") or [])]
+    ranges = [
+        (int(x["start_ns"]), int(x["end_ns"]))
+        for x in ev
+        if x.get("start_ns") is not None and x.get("end_ns") is not None
+    ]
+    if str(f.get("kind")) in _WINDOW_KINDS and ranges:
+        on = float(on_path.inside(ranges))
+    elif ids:
+        hit = on_path.under(idx.rows_of(np.asarray(ids, dtype=np.int64)))
+        on = float(on_path.w[hit].sum())
+    else:
+        return round(at_stake, 3)
+    return round(min(at_stake, on / 1000.0), 3)
+
+
+def comm_bandwidth_fix(
+    trace: Trace, records: Sequence[Mapping[str, Any]], finding: Mapping[str, Any]
+) -> Fix | None:
+    """A rank's ``comm_bandwidth`` finding as a fix: that collective's transfers at the
+    finding's target link share (its time at stake off their time)."""
+    d = finding.get("details") or {}
+    time_us = float(d.get("time_us") or 0.0)
+    at_stake = float(finding.get("time_at_stake_us") or 0.0)
+    if time_us <= 0 or at_stake <= 0:
+        return None
+    rows = collective_rows(trace, records, d.get("collective"), d.get("pg"))
+    if not len(rows):
+        return None
+    factor = max(0.0, 1.0 - at_stake / time_us)
+    return Fix((FixPart(factor, rows=rows, labels=("gpu_comm",)),))
 
 
 __all__ = [
     "WhatIfError",
     "bound_by_us",
+    "comm_bandwidth_fix",
     "finding_savings",
     "host_links",
+    "no_longer",
     "parse_what_if",
     "projection",
     "rank_graph",

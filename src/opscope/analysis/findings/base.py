@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from opscope.analysis.critical.fixes import Fix
     from opscope.analysis.optable import OpTable
     from opscope.analysis.steps import StepStats
     from opscope.analysis.timeline import TimelineSummary
@@ -78,6 +79,10 @@ class Finding:
     confidence: str = "medium"  # high | medium | low
     details: dict[str, Any] = field(default_factory=dict)
     id: str = ""
+    #: the change the finding proposes, as the critical path's what-if makes it: its
+    #: ``step_savings_us`` is that what-if's saving (not in the document; where names can
+    #: say it, ``details.what_if`` holds the spec)
+    fix: Fix | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -185,6 +190,7 @@ def make_finding(
     details: dict[str, Any] | None = None,
     severity: str | None = None,
     share: float | None = None,
+    fix: Fix | None = None,
 ) -> Finding:
     """A :class:`Finding` whose ``share`` is ``time_at_stake_us`` over the window's wall time
     (unless given) and whose ``severity`` follows from that share (unless given)."""
@@ -198,5 +204,12 @@ def make_finding(
         evidence=evidence,
         recommendation=recommendation,
         confidence=confidence,
-        details=details if details is not None else {},
+        details=_with_spec(details if details is not None else {}, fix),
+        fix=fix,
     )
+
+
+def _with_spec(details: dict[str, Any], fix: Fix | None) -> dict[str, Any]:
+    if fix is not None and fix.what_if:
+        details["what_if"] = fix.what_if
+    return details

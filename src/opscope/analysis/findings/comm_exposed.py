@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from opscope.analysis.comm import host_comm_rows
+from opscope.analysis.critical.fixes import Fix, FixPart
 from opscope.analysis.findings._view import fmt_us, pct, view
 from opscope.analysis.findings.base import (
     Context,
@@ -122,6 +123,9 @@ def run(ctx: Context) -> list[Finding]:
             evidence=evidence,
             recommendation=ADVICE[pattern],
             confidence="high" if not v.device_is_host else "medium",
+            # the fix: the transfers hidden (their time off the path; a wait for a peer is
+            # the straggler's to save, not this finding's)
+            fix=Fix((FixPart(0.0, rows=comm, labels=("gpu_comm",)),)),
             details={
                 "comm_us": float(t.comm_us),
                 "exposed_comm_us": exposed_us,

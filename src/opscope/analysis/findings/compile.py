@@ -45,6 +45,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opscope.analysis.critical.fixes import Fix, FixPart
 from opscope.analysis.findings._view import (
     EventView,
     fmt_us,
@@ -105,6 +106,7 @@ def run(ctx: Context) -> list[Finding]:
                 ),
                 time_at_stake_us=compile_us,
                 evidence=[ids_evidence(v, outer, note="compile spans")],
+                fix=Fix((FixPart(0.0, rows=outer, host=True),)) if len(outer) else None,
                 recommendation=(
                     "Run the compiled function on representative inputs before the measured "
                     "steps (warm-up, e.g. inside opscope's watch_compile()), so the window "
@@ -135,6 +137,7 @@ def run(ctx: Context) -> list[Finding]:
                 trace_ids=trace_ids,
                 recompiled=recompiled,
                 compile_us=compile_us,
+                compile_spans=outer,
             )
         )
 
@@ -204,6 +207,7 @@ def run(ctx: Context) -> list[Finding]:
                 ),
                 confidence="high",
                 details={"lookups": len(lookups), "lookup_us": lookup_us},
+                fix=Fix((FixPart(0.0, rows=lookups, host=True),)),
             )
         )
     neff = _neff_per_shape(ctx, v)
@@ -269,6 +273,7 @@ def _neff_per_shape(ctx: Context, v: EventView) -> Finding | None:
             "the dimension dynamic only if the Neuron backend supports it."
         ),
         confidence="medium",
+        fix=Fix((FixPart(0.0, rows=loads, host=True),)) if len(loads) else None,
         details={
             "op": label[worst],
             "neffs": worst_neffs[:20],
@@ -351,6 +356,7 @@ def _recompile_finding(
     trace_ids: list[str],
     recompiled: np.ndarray,
     compile_us: float,
+    compile_spans: np.ndarray,
 ) -> Finding:
     shape_driven = [r for r in reasons if SHAPE_REASON.search(r)]
     count = max(n, len(trace_ids))
@@ -384,6 +390,7 @@ def _recompile_finding(
         evidence=evidence,
         recommendation=fix,
         confidence="high" if reasons else "medium",
+        fix=Fix((FixPart(0.0, rows=compile_spans, host=True),)) if len(compile_spans) else None,
         details={
             "recompiles": count,
             "reasons": reasons[:10],

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opscope.analysis.critical.fixes import Fix, FixPart
 from opscope.analysis.findings._view import (
     EventView,
     TensorInputs,
@@ -144,6 +145,7 @@ def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding |
         evidence=[ids_evidence(v, hit[np.argsort(-v.exec_dur[hit])], note="float64 executions")],
         recommendation=fix,
         confidence="high",
+        fix=Fix((FixPart(1.0 - SPEEDUP_SHARE, rows=hit),)) if at_stake > 0 else None,
         details={
             "format": "float64",
             "executions": len(hit),
@@ -198,6 +200,7 @@ def _fp32_matmul(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Findi
         evidence=[ids_evidence(v, hit[np.argsort(-v.exec_dur[hit])], note="fp32 matmul kernels")],
         recommendation=fix,
         confidence="medium",
+        fix=Fix((FixPart(1.0 - SPEEDUP_SHARE, rows=hit),)),
         details={
             "format": "float32 matmul",
             "kernels": len(hit),

@@ -22,9 +22,11 @@ scope name, same op names), occurrences summed:
 ``time_at_stake_us``: for a run, its device time minus its longest unit's (a fused kernel
 still reads the inputs and writes the result once, which costs about one pass); for attention,
 the time of the units between the two matmuls (the score matrix is never materialised by the
-fused kernel); for matmul + bias, the ``add``.  ``details`` give launches saved (executions
-minus one per occurrence) and, when ``Input Dims``/``Input type`` were recorded, the bytes of
-the intermediates the chain writes to memory and reads back.
+fused kernel); for matmul + bias, the ``add``.  ``step_savings_us`` is the critical path's
+what-if of that change over every occurrence: those executions gone, the rest as recorded.
+``details`` give launches saved (executions minus one per occurrence) and, when ``Input
+Dims``/``Input type`` were recorded, the bytes of the intermediates the chain writes to memory
+and reads back.
 
 Threshold: a chain is reported when its time at stake is at least :data:`MIN_WALL_SHARE`
 (1 %) of the window's wall time and at least :data:`MIN_AT_STAKE_US`; at most
@@ -39,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from opscope.analysis.critical.fixes import Fix, FixPart
 from opscope.analysis.findings._view import (
     DTYPE_BYTES,
     EventView,
@@ -83,6 +86,8 @@ class Chain:
     intermediate_bytes: int | None = None
     exec_rows: list[int] = field(default_factory=list)
     first_range: tuple[int, int] | None = None
+    # the executions the fused op would no longer run, over every occurrence
+    removed_rows: np.ndarray | None = None
 
 
 @dataclass
@@ -439,6 +444,24 @@ def _fill(v: EventView, chain_index: int, c: Chain) -> None:
             break
         rows.extend(execs)
     c.exec_rows = rows
+    c.removed_rows = _removed(u, occ, mine)
+
+
+def _removed(u: _Units, occ: _Occurrences, mine: np.ndarray) -> np.ndarray:
+    """The executions a chain's fused op would not run, over every occurrence: a run keeps its
+    longest unit (the fused kernel's one pass), attention loses the units between its two
+    matmuls, matmul + bias its add (what ``time_at_stake_us`` counts)."""
+    out: list[np.ndarray] = []
+    for at in mine.tolist():
+        lo, size, pattern = int(occ.lo[at]), int(occ.size[at]), PATTERNS[int(occ.pattern[at])]
+        members = np.arange(lo, lo + size)
+        if pattern == "run":
+            members = np.delete(members, int(np.argmax(u.device_ns[lo : lo + size])))
+        else:
+            members = members[1:-1] if pattern == "attention" else members[1:]
+        for m in members.tolist():
+            out.append(u.execs[u.exec_lo[m] : u.exec_lo[m] + u.n_exec[m]])
+    return np.concatenate(out).astype(np.int64) if out else np.zeros(0, dtype=np.int64)
 
 
 def builtin_for(names: Sequence[str]) -> str | None:
@@ -531,6 +554,7 @@ def _finding(ctx: Context, v: EventView, c: Chain, at_stake: float) -> Finding:
         recommendation=fix + f" At most {fmt_us(at_stake)} to gain.",
         confidence="medium" if c.pattern == "run" else "high",
         details=details,
+        fix=Fix((FixPart(0.0, rows=c.removed_rows),)) if c.removed_rows is not None else None,
     )
 
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from opscope.analysis.critical.fixes import Fix, FixPart
 from opscope.analysis.findings._per_step import every_step
 from opscope.analysis.findings._view import (
     EventView,
@@ -243,6 +244,7 @@ def _finding(
         share=sh,
         evidence=[ids_evidence(v, arr.tolist(), note=f"host-to-device copies from {chain}")],
         recommendation=fix + f" At most {fmt_us(cost_us)} to gain.",
+        fix=_fix(v, arr),
         confidence="low" if first_op < 0 else "medium" if single_step else "high",
         details={
             "op": op_name,
@@ -263,3 +265,13 @@ RULE = Rule(
     description="Recurring host-to-device copies in the steady state and the op behind each",
     run=run,
 )
+
+
+def _fix(v: EventView, copies: np.ndarray) -> Fix:
+    """The copies gone: their device time, and the host calls that issued them no longer
+    blocking (a pageable copy holds its call until it is done)."""
+    rows = np.asarray(copies, dtype=np.int64)
+    device = rows[v.index.is_device[rows]]
+    calls = np.concatenate([rows[~v.index.is_device[rows]], v.launch[device]])
+    calls = calls[calls >= 0]
+    return Fix((FixPart(0.0, rows=device), FixPart(0.0, rows=calls, unblock=True)))

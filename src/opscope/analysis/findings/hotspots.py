@@ -27,8 +27,11 @@ named (``265 calls, 1465 device executions × 144 µs``), so that a number in a 
 op table's or says what it counts.
 
 ``time_at_stake_us`` is the op's device self time: removing the op entirely is the most any fix
-can save.  Severity is ``info`` below 30 % of the device time, ``medium`` above: a hotspot is a
-pointer to where to look, not a defect in itself.
+can save.  ``step_savings_us`` is that removal's what-if on the critical path
+(``details.what_if``: ``NAME=0``, or ``NAME@self=0`` where ops under it launch work of their
+own or, on a CPU-only trace, run), the figure ``opscope report --what-if`` gives for it.
+Severity is ``info`` below 30 % of the device time, ``medium`` above: a hotspot is a pointer
+to where to look, not a defect in itself.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import re
 
 import numpy as np
 
+from opscope.analysis.critical.fixes import OWN_SUFFIX, Fix, FixPart
 from opscope.analysis.findings._view import fmt_us, ids_evidence, pct, view
 from opscope.analysis.findings.base import Context, Finding, Rule, make_finding, share_of_wall
 from opscope.analysis.findings.fusion import base_name
@@ -122,6 +126,15 @@ def run(ctx: Context) -> list[Finding]:
             )
         top = mine[np.argsort(-v.exec_dur[mine], kind="stable")[:EVIDENCE_EXECUTIONS]]
         at_stake = row.device_self_us
+        # the fix: the op's own device work gone (what --what-if NAME=0 asks, or NAME@self=0
+        # where ops under it launch work of their own)
+        own = row.device_total_us > row.device_self_us * (1 + 1e-9) + 1e-9
+        if ctx.op_table.device_is_host:  # the op's own host time: its children are theirs
+            own = own or row.cpu_total_us > row.cpu_self_us * (1 + 1e-9) + 1e-9
+        fix = Fix(
+            (FixPart(0.0, name=row.name, own=own),),
+            what_if=f"{row.name}{OWN_SUFFIX if own else ''}=0",
+        )
         out.append(
             make_finding(
                 ctx,
@@ -146,6 +159,7 @@ def run(ctx: Context) -> list[Finding]:
                     "max_us": longest,
                     "cpu_total_us": row.cpu_total_us,
                 },
+                fix=fix,
             )
         )
     return out

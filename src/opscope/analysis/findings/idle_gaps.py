@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from opscope.analysis.critical.fixes import Fix, FixPart
 from opscope.analysis.findings._view import (
     EventView,
     Gaps,
@@ -131,6 +132,10 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
         title += " with work already queued"
     else:
         title += " before unlaunched work"
+    # the fix: what held the device up inside every gap gone (the host's work for a host
+    # gap, the device's wait for a dependency for the others)
+    spans = tuple((int(g.start[i]), int(g.end[i])) for i in sel.tolist())
+    waits = None if cause == "host" else ("kernel_kernel_gap", "untraced", "wait_for_peer")
     return make_finding(
         ctx,
         kind="idle_gaps",
@@ -138,6 +143,7 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
         time_at_stake_us=total_us,
         evidence=evidence,
         recommendation=advice,
+        fix=Fix((FixPart(0.0, ranges=spans, labels=waits),)),
         confidence="high" if cause == "host" else "medium",
         details=details,
     )

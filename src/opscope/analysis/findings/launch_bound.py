@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from opscope.analysis.critical.fixes import Fix, FixPart
 from opscope.analysis.findings._view import gaps, pct, range_evidence, view
 from opscope.analysis.findings.base import Context, Finding, Rule, make_finding, share_of_wall
 from opscope.analysis.findings.idle_gaps import MIN_GAP_US
@@ -88,6 +89,8 @@ def run(ctx: Context) -> list[Finding]:
             time_at_stake_us=bubble_us,
             evidence=evidence,
             recommendation=fix,
+            # the fix: the host's time inside every bubble gone (launches keep up)
+            fix=Fix((FixPart(0.0, ranges=tuple((int(g.start[i]), int(g.end[i])) for i in sel)),)),
             confidence="high" if frac >= 0.5 else "medium",
             details={
                 "bubbles": len(sel),

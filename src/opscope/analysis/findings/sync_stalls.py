@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from opscope.analysis.critical.fixes import Fix, FixPart
 from opscope.analysis.findings._per_step import every_step
 from opscope.analysis.findings._view import (
     EventView,
@@ -217,6 +218,8 @@ def _finding(ctx: Context, v: EventView, name: str, chain: str, g: _Group) -> Fi
         evidence=[ids_evidence(v, g.rows, note=f"{name} calls")],
         recommendation=fix,
         confidence="high" if idle_us > 0 else "medium",
+        # the fix: the calls no longer block (their waits cut, their own time gone)
+        fix=Fix((FixPart(0.0, rows=np.asarray(g.rows, dtype=np.int64), unblock=True),)),
         details={
             "call": name,
             "issued_by": chain or None,

@@ -200,9 +200,9 @@ function renderSummary(r) {
 // ---- Critical path ------------------------------------------------------------------------------
 // the labels of the report's critical_path.bound_by_us, in its order, and their colours (the
 // Summary's bar, the timeline's overlay and their legends)
-const CP_LABELS = ["cpu", "data_loading", "launch_overhead", "gpu_compute", "gpu_comm", "kernel_kernel_gap", "sync", "wait_for_peer"];
+const CP_LABELS = ["cpu", "data_loading", "launch_overhead", "gpu_compute", "gpu_comm", "kernel_kernel_gap", "sync", "wait_for_peer", "untraced"];
 const CP_COLOR = { cpu: "#0969da", data_loading: "#9a6700", launch_overhead: "#bf3989", gpu_compute: "#0a7d6b",
-  gpu_comm: "#8250df", kernel_kernel_gap: "#8c959f", sync: "#cf222e", wait_for_peer: "#953800" };
+  gpu_comm: "#8250df", kernel_kernel_gap: "#8c959f", sync: "#cf222e", wait_for_peer: "#953800", untraced: "#d0d7de" };
 const cpColor = (label) => CP_COLOR[label] || "#57606a";
 
 function legendKey(label, text) {

@@ -1,0 +1,100 @@
+"""Edges cut at the profiler steps' boundaries, so that each step's own path sees all of its
+time (see :func:`opscope.analysis.critical.section.node_steps`).
+
+A step's path is searched over the edges whose two ends lie in the step.  An edge that runs
+across a boundary (a kernel that began before the step and ends in it, a host call still
+running when the step ends, the gap of a thread between two steps) would be left out of both
+steps, and the time it accounts for inside each with it.  So every such edge is cut at each
+boundary it crosses: ``src -> a -> b -> dst`` where ``a`` (an end) and ``b`` (a start) are two
+nodes at the boundary's time, ``a -> b`` weighs nothing, and the edge's weight is shared out
+from its end backwards (an edge's weight is always the last part of its span: a blocked call
+weighs what follows the work it waited for).  The halves keep the edge's label, row and kind,
+so the window's path and its pieces are unchanged (consecutive pieces of one row and label
+merge again)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from opscope.analysis.critical.model import Graph
+
+if TYPE_CHECKING:
+    from opscope.trace.index import EventIndex
+
+
+def step_bounds(idx: EventIndex) -> np.ndarray:
+    """The distinct start and end times of the step markers (sorted)."""
+    marks = np.flatnonzero(idx.kind.eq("step") & idx.is_framework & (idx.dur > 0))
+    if not len(marks):
+        return np.zeros(0, dtype=np.int64)
+    out: np.ndarray = np.unique(np.concatenate([idx.start[marks], idx.end[marks]]))
+    return out.astype(np.int64)
+
+
+def cut_at_steps(graph: Graph, bounds: np.ndarray) -> Graph:
+    """``graph`` with every edge that crosses one of ``bounds`` (times, sorted) cut there."""
+    if not len(bounds) or not graph.n_edges:
+        return graph
+    t = graph.time
+    ts, td = t[graph.src], t[graph.dst]
+    lo = np.searchsorted(bounds, ts, side="right")  # first bound after the edge's start
+    hi = np.searchsorted(bounds, td, side="left")  # first bound at or after its end
+    # an edge that weighs more than its span (clocks of host and device a little apart) is
+    # left whole: its weight cannot be placed in time
+    crossing = np.flatnonzero((hi > lo) & (graph.weight <= td - ts))
+    if not len(crossing):
+        return graph
+    n_cut = (hi - lo)[crossing]
+    total = int(n_cut.sum())
+    # one row per (edge, bound crossed), in edge order then time
+    e = np.repeat(crossing, n_cut)
+    first = np.repeat(np.cumsum(n_cut) - n_cut, n_cut)
+    p = bounds[lo[e] + (np.arange(total) - first)]
+    n0 = graph.n_nodes
+    a = n0 + 2 * np.arange(total)  # the end-like node at each cut
+    b = a + 1  # the start-like node
+    # the pieces of each crossing edge: src -> a1, b1 -> a2, ..., bk -> dst
+    is_first = np.r_[True, e[1:] != e[:-1]]
+    is_last = np.r_[e[1:] != e[:-1], True]
+    piece_src = np.where(is_first, graph.src[e], np.roll(b, 1))
+    piece_t0 = np.where(is_first, ts[e], np.roll(p, 1))
+    w = graph.weight[e]
+    # the weight is the last part of the edge's span: the time of each piece in it
+    tail_from = td[e] - w  # where the weighted part begins
+    piece_w = np.maximum(0, p - np.maximum(piece_t0, tail_from))
+    last_w = np.maximum(0, td[e] - np.maximum(p, tail_from))
+    src = np.concatenate([piece_src, a, b[is_last]])
+    dst = np.concatenate([a, b, graph.dst[e[is_last]]])
+    weight = np.concatenate([piece_w, np.zeros(total, np.int64), last_w[is_last]])
+    e3 = np.concatenate([e, e, e[is_last]])
+    keep = np.ones(graph.n_edges, dtype=bool)
+    keep[crossing] = False
+    row_of = np.where(graph.edge_row[e] >= 0, graph.edge_row[e], graph.row[graph.src[e]])
+    nodes_row = np.empty(2 * total, dtype=np.int64)
+    nodes_row[0::2] = row_of
+    nodes_row[1::2] = row_of
+    role = np.empty(2 * total, dtype=np.int8)
+    role[0::2] = 1
+    role[1::2] = 0
+    zero = np.zeros(2 * total + int(is_last.sum()), dtype=bool)
+    zero[total : 2 * total] = True  # the a -> b edges weigh nothing and carry no label
+    label = np.where(zero, -1, graph.label[e3]).astype(graph.label.dtype)
+    return Graph(
+        time=np.concatenate([t, np.repeat(p, 2)]).astype(np.int64),
+        row=np.concatenate([graph.row, nodes_row]).astype(np.int64),
+        role=np.concatenate([graph.role, role]).astype(graph.role.dtype),
+        src=np.concatenate([graph.src[keep], src]).astype(np.int64),
+        dst=np.concatenate([graph.dst[keep], dst]).astype(np.int64),
+        weight=np.concatenate([graph.weight[keep], weight]).astype(np.int64),
+        label=np.concatenate([graph.label[keep], label]).astype(graph.label.dtype),
+        edge_row=np.concatenate([graph.edge_row[keep], graph.edge_row[e3]]).astype(np.int64),
+        kind=np.concatenate([graph.kind[keep], graph.kind[e3]]).astype(graph.kind.dtype),
+        rank=graph.rank,
+        notes=list(graph.notes),
+        tie=None if graph.tie is None else np.concatenate([graph.tie[keep], graph.tie[e3]]),
+    )
+
+
+__all__ = ["cut_at_steps", "step_bounds"]
