@@ -223,11 +223,13 @@ def _emit(
     warn_unreadable(data, "report")
     if args.finding is not None:
         return _emit_finding(args, data)
-    import shlex
-
     from opscope.service.brief import brief as make_brief
+    from opscope.service.brief import report_args
 
-    brief = make_brief(data, trace=shlex.quote(str(args.path)))
+    where = report_args(
+        str(args.path), steps=parse_steps(args.steps), rank=args.rank, peaks=args.peaks
+    )
+    brief = make_brief(data, trace=where)
     answer = None
     if args.what_if is not None and workspace is not None:
         answer = workspace.what_if(args.what_if)

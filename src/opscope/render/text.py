@@ -122,6 +122,9 @@ def brief_block(console: Console, brief: Mapping[str, Any]) -> None:
     )
     for line in shown:
         indent = "  " + " " * (len(line) - len(line.lstrip()))
+        if line.lstrip().startswith("next:"):  # a command line, to copy as one line
+            console.print(Text(indent + line.strip()), no_wrap=True, overflow="ignore", crop=False)
+            continue
         for a, b in line_spans(line.strip(), max(20, console.width - len(indent))):
             console.print(Text(indent + line.strip()[a:b]), overflow="fold")
     console.print()

@@ -209,11 +209,20 @@ def _roofline(data: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _what_if_name(finding: Mapping[str, Any]) -> str | None:
-    """The op a finding's what-if scales, where its saving is the what-if's (a hotspot: the
-    saving of ``OP=0``), else None."""
-    op = (finding.get("details") or {}).get("op")
-    return str(op) if finding.get("kind") == "hotspots" and op else None
+def _what_if_spec(finding: Mapping[str, Any]) -> str | None:
+    """The what-if of a finding's fix (``details.what_if``; its step saving is that what-if's,
+    capped at its time at stake), or None: the fix is of particular events, or a name in it
+    does not survive the spec's syntax (a comma splits it)."""
+    from opscope.analysis.critical.section import WhatIfError, parse_what_if
+
+    spec = (finding.get("details") or {}).get("what_if")
+    if not isinstance(spec, str) or not spec:
+        return None
+    try:
+        parse_what_if(spec)
+    except WhatIfError:
+        return None
+    return spec
 
 
 def _json_call(tool: str, **args: Any) -> str:
@@ -221,20 +230,21 @@ def _json_call(tool: str, **args: Any) -> str:
     return f"{tool}({parts})"
 
 
-def _fix(f: Mapping[str, Any], trace: str) -> dict[str, Any]:
+def _fix(f: Mapping[str, Any], trace: str, handle: str | None = None) -> dict[str, Any]:
     """One fix: the finding's head and the exact next steps: ``call``, the tool call that
-    gives it in full (evidence, recommendation); for a hotspot ``what_if``, the call that
-    projects its saving; ``command``, the command line that does the same (the what-if for a
-    hotspot, else the finding in full)."""
+    gives it in full (evidence, recommendation); ``what_if``, where the fix is one a what-if
+    names (a hotspot's ``OP=0``), the call that projects its step saving; ``command``, the
+    command line that does the same (that what-if, else the finding in full).  ``handle``:
+    the trace the calls name (None: they leave it to the default trace)."""
+    on = {"trace": handle} if handle is not None else {}
     out = {k: f[k] for k in _FINDING_KEYS if k in f}
     out["title"] = _cut(f.get("title"), _TITLE)
     fid = str(f.get("id"))
-    out["call"] = _json_call("finding", id=fid)
-    op = _what_if_name(f)
-    if op is not None:
-        change = f"{op}=0"
-        out["what_if"] = _json_call("what_if", changes=[change])
-        out["command"] = f"opscope report {trace} --what-if {shlex.quote(change)}"
+    out["call"] = _json_call("finding", id=fid, **on)
+    spec = _what_if_spec(f)
+    if spec is not None:
+        out["what_if"] = _json_call("what_if", changes=spec.split(","), **on)
+        out["command"] = f"opscope report {trace} --what-if {shlex.quote(spec)}"
     else:
         out["command"] = f"opscope report {trace} --finding {fid}"
     return out
@@ -261,10 +271,33 @@ def top_fixes(findings: Sequence[Mapping[str, Any]], n: int = TOP_FIXES) -> list
     return out
 
 
-def brief(data: Mapping[str, Any], *, trace: str | None = None) -> dict[str, Any]:
+def report_args(
+    path: str,
+    *,
+    steps: tuple[int, int] | None = None,
+    rank: int | None = None,
+    peaks: object = None,
+) -> str:
+    """The arguments of ``opscope report`` that reopen a trace as it was opened (its window,
+    its rank, its peaks file), quoted for a shell: what a brief's commands name as ``trace``,
+    so that the finding ids and savings they print are the brief's."""
+    out = [shlex.quote(path)]
+    if steps is not None:
+        out.append(f"--steps {steps[0]}" + (f":{steps[1]}" if steps[1] != steps[0] else ""))
+    if rank is not None:
+        out.append(f"--rank {rank}")
+    if isinstance(peaks, str):
+        out.append(f"--peaks {shlex.quote(peaks)}")
+    return " ".join(out)
+
+
+def brief(
+    data: Mapping[str, Any], *, trace: str | None = None, handle: str | None = None
+) -> dict[str, Any]:
     """What an expert says first about an ``opscope.report/1`` document (see the module
-    docstring); ``trace``: the trace as the commands name it (default: the report's path,
-    quoted for a shell)."""
+    docstring); ``trace``: the trace as the commands name it (:func:`report_args`; default:
+    the report's path, quoted for a shell); ``handle``: the trace the tool calls name (None:
+    the default trace)."""
     paths = list((data.get("source") or {}).get("paths") or [])
     where = trace if trace is not None else (shlex.quote(paths[0]) if len(paths) == 1 else "TRACE")
     findings = list(data.get("findings") or [])
@@ -272,7 +305,7 @@ def brief(data: Mapping[str, Any], *, trace: str | None = None) -> dict[str, Any
         "bound": _bound(data),
         "device": _device(data),
         "roofline": _roofline(data),
-        "fixes": [_fix(f, where) for f in top_fixes(findings)],
+        "fixes": [_fix(f, where, handle) for f in top_fixes(findings)],
         "findings": len(findings),
         "ranked_by": "step_savings_us (what the fix saves on the critical path), then "
         "time_at_stake_us",

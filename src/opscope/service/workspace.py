@@ -40,6 +40,8 @@ class OpenTrace:
     path: str
     trace: Trace
     steps: tuple[int, int] | None = None
+    #: the job's rank this trace keeps (``open(rank=N)``), None for all it has
+    rank: int | None = None
     _report: Report | None = field(default=None, repr=False)
     _data: dict[str, Any] | None = field(default=None, repr=False)
     _index: Viewport | None = field(default=None, repr=False)
@@ -195,6 +197,7 @@ class Workspace:
             trace, path=str(path), steps=steps, handle=handle, make_default=make_default
         )
         opened.peaks = peaks
+        opened.rank = rank
         if prefetch:
             opened.prefetch()
         return opened
@@ -445,16 +448,17 @@ class Workspace:
     def brief(self, handle: str | None = None) -> dict[str, Any]:
         """What an expert says first about a trace (:func:`opscope.service.brief.brief`:
         what bounds it, device busy and idle, the roofline's verdict, the top fixes and the
-        next call for each), with the trace's handle and path."""
-        import shlex
-
-        from opscope.service.brief import brief
+        next call for each), with the trace's handle and path; the calls name the trace when
+        ``handle`` does, the commands reopen it as it was opened (window, rank, peaks)."""
+        from opscope.service.brief import brief, report_args
 
         opened = self.get(handle)
+        args = report_args(opened.path, steps=opened.steps, rank=opened.rank, peaks=opened.peaks)
+        named = opened.handle if handle is not None else None  # its calls name it as asked
         return {
             "handle": opened.handle,
             "path": opened.path,
-            **brief(opened.data, trace=shlex.quote(opened.path)),
+            **brief(opened.data, trace=args, handle=named),
         }
 
     def table(
