@@ -128,3 +128,42 @@ def test_every_hint_on_shared_traces_and_compare_is_a_valid_call(
         ]
     )
     assert {"compare", "what_if", "finding", "events", "sql"} <= set(check.made.values())
+
+
+def _texts(node: Any) -> list[str]:
+    """Every description in a schema, and the titles of the types it names."""
+    out: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "description" and isinstance(value, str):
+                out.append(value)
+            elif key == "title" and isinstance(value, str):
+                out.append(f'schema(name="{value}")')  # a type named by title: the schema tool
+            else:
+                out += _texts(value)
+    elif isinstance(node, list):
+        for item in node:
+            out += _texts(item)
+    return out
+
+
+def test_every_call_the_tool_list_and_instructions_name_is_valid(tmp_path: Path) -> None:
+    """What a model reads before its first call: the server's instructions, each tool's
+    description, the descriptions in its schemas and the types its output names by title
+    (each given in full by ``schema``); and what a session with no trace open says."""
+    from opscope.mcp.server import INSTRUCTIONS
+
+    check = Checker(Session(Workspace()))
+    for name, args in [("list_traces", {}), ("summary", {}), ("ops", {}), ("brief", {})]:
+        text, _ = check.text_of(name, args)
+        check.follow(text, f"{name} with no trace open")
+    check.follow(INSTRUCTIONS, "instructions", depth=1)
+    titles = 0
+    for name, spec in REG.specs.items():
+        check.follow(spec.description, f"{name}'s description", depth=1)
+        for where, schema in (("input", spec.input_schema), ("output", spec.output_schema)):
+            texts = _texts(schema)
+            titles += sum(t.startswith("schema(") for t in texts)
+            for text in texts:
+                check.follow(text, f"{name}'s {where} schema", depth=1)
+    assert titles > 10 and "schema" in check.made.values(), check.made

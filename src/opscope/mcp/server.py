@@ -28,8 +28,9 @@ log = logging.getLogger("opscope.mcp")
 
 INSTRUCTIONS = """\
 opscope answers "where is the time going?" for PyTorch profiler traces (CUDA, ROCm, MTIA, \
-CPU, Neuron; one rank or a job). Start with open_trace(path), then summary; findings are \
-ranked bottlenecks with time at stake (finding(id) for evidence and the next step); ops, \
+CPU, Neuron; one rank or a job). Start with open_trace (its path: a trace file or folder), \
+then brief or summary; findings are ranked bottlenecks with time at stake and the step time \
+their fix saves (the finding tool gives one's evidence and next step); ops, \
 kernels and roofline are paged tables; chain follows an op to its device work; \
 critical_path and what_if say what bounds the run; sql runs one read-only SELECT. \
 Times are microseconds (_us) unless a name ends in _ns. Every result names the trace it \

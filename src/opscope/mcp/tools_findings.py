@@ -80,7 +80,7 @@ TOOLS = [
         description=(
             "The automated bottleneck findings, ranked by the time fixing each would save "
             "(critical-path savings first, then time at stake): id, kind, severity, title, "
-            "time at stake. Filter by min_severity or kind; finding(id) gives one in full."
+            "time at stake. Filter by min_severity or kind; the finding tool gives one in full."
         ),
         input_schema=s.args(
             {

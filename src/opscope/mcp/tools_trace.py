@@ -200,7 +200,7 @@ def _list(session: Session, a: dict[str, Any]) -> Answer:
         for h in handles
     ]
     if not handles:
-        lines.append("Call open_trace(path) first.")
+        lines.append("Open one with open_trace (its path: a trace file or folder).")
     return Answer("\n".join(lines), {"trace": default or "", "traces": handles, "default": default})
 
 
