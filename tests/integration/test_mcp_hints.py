@@ -167,3 +167,14 @@ def test_every_call_the_tool_list_and_instructions_name_is_valid(tmp_path: Path)
             for text in texts:
                 check.follow(text, f"{name}'s {where} schema", depth=1)
     assert titles > 10 and "schema" in check.made.values(), check.made
+
+
+def test_op_rows_name_calls_device_calls_and_shapes(tmp_path: Path) -> None:
+    """The ops text gives both counts under their field names, and by_shapes the shapes."""
+    session = Session(Workspace())
+    answer(REG, session, "open_trace", {"path": str(write_hostile(tmp_path))})
+    result, _ = answer(REG, session, "ops", {"by_shapes": True, "limit": 50})
+    rows = [r for r in result.data["rows"] if r.get("input_dims")]
+    assert rows, result.data["rows"][:2]
+    assert " device_calls | " in result.text and " calls | " in result.text
+    assert rows[0]["input_dims"][:20] in result.text

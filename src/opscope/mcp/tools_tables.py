@@ -43,12 +43,12 @@ def _table_text(
 
 
 def _op_line(r: dict[str, Any]) -> str:
-    shapes = r.get("input_shapes") or r.get("shapes")
+    shapes = r.get("input_dims")
     tail = f" {name_col(shapes, 60)}" if shapes else ""
     return (
         f"dev self {us(r.get('device_self_us')):>10} | dev total {us(r.get('device_total_us')):>10}"
         f" | cpu self {us(r.get('cpu_self_us')):>10} | {r.get('calls'):>6} calls | "
-        f"{name_col(r.get('name'))}{tail}"
+        f"{r.get('device_calls'):>6} device_calls | {name_col(r.get('name'))}{tail}"
     )
 
 

@@ -128,12 +128,14 @@ def render(data: dict[str, Any], top: int = 30, *, brief: Mapping[str, Any] | No
     out += [
         f"## Ops (top {top})",
         "",
-        "| op | calls | CPU self | CPU total | device self | device total | share |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| op | calls | device calls | CPU self | CPU total | device self | device total | share "
+        "of device time |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in data["ops"][:top]:
         out.append(
-            f"| `{_cell(truncate(r['name'], 80))}` | {r['calls']} | {us(r['cpu_self_us'])} | "
+            f"| `{_cell(truncate(r['name'], 80))}` | {r['calls']} | {r.get('device_calls', '')} | "
+            f"{us(r['cpu_self_us'])} | "
             f"{us(r['cpu_total_us'])} | {us(r['device_self_us'])} | {us(r['device_total_us'])} "
             f"| {pct(r['device_share'])} |"
         )

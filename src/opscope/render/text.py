@@ -23,7 +23,13 @@ EXTENSION = ".txt"
 def ops_table(data: dict[str, Any], top: int = 20, name_width: int = 38) -> Table:
     host = data["device"]["kind"] == "cpu"
     dev = "CPU-as-device" if host else "device"
-    t = Table(title=f"Ops by {dev} self time (top {top})", title_justify="left", expand=False)
+    # the device executions are the JSON's and Markdown's device_calls (TraceLens's Count)
+    t = Table(
+        title=f"Ops by {dev} self time (top {top}; calls as torch counts them; share of all "
+        f"{dev} time)",
+        title_justify="left",
+        expand=False,
+    )
     t.add_column("op", no_wrap=True, max_width=name_width)
     t.add_column("calls", justify="right")
     t.add_column("CPU self", justify="right")
