@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from golden_reports import SHARED
+from golden_reports import SHARED, trace_files
 from mcp_hints import hints
 from opscope.cli.main import main
 from opscope.mcp.registry import Session
@@ -26,17 +26,6 @@ from opscope.service import Workspace
 REG = registry()
 # 2k tokens, at 3 bytes a token (JSON and trace names tokenise worse than prose's 4)
 MAX_BRIEF_BYTES = 6_000
-
-
-def _traces() -> list[str]:
-    folder = SHARED / "traces"
-    if not folder.is_dir():
-        return []
-    return sorted(
-        str(p.relative_to(folder))
-        for p in folder.rglob("*")
-        if p.is_file() and p.name.endswith((".json", ".json.gz"))
-    )
 
 
 def make(session: Session, written: str) -> Any:
@@ -78,7 +67,7 @@ def first_fix(f: dict[str, Any]) -> str:
 
 @pytest.mark.shared
 @pytest.mark.slow
-@pytest.mark.parametrize("relative", _traces() or ["(no shared traces)"])
+@pytest.mark.parametrize("relative", trace_files() or ["(no shared traces)"])
 def test_brief_names_the_reports_first_fix_in_under_2k_tokens(
     relative: str, tmp_path: Path
 ) -> None:

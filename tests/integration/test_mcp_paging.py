@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from golden_reports import SHARED
+from golden_reports import SHARED, trace_files
 from opscope.mcp.budget import MAX_STRUCTURED_BYTES, clip_strings, plain, size
 from opscope.mcp.registry import Session
 from opscope.mcp.server import answer, registry
@@ -22,17 +22,6 @@ from opscope.service.queries import EventsRequest, PageRequest
 
 REG = registry()
 EVERYTHING = 10**9
-
-
-def _traces() -> list[str]:
-    folder = SHARED / "traces"
-    if not folder.is_dir():
-        return []
-    return sorted(
-        str(p.relative_to(folder))
-        for p in folder.rglob("*")
-        if p.is_file() and p.name.endswith((".json", ".json.gz"))
-    )
 
 
 def walk(session: Session, name: str, args: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -105,7 +94,7 @@ def unpaged_events(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.shared
 @pytest.mark.slow
 @pytest.mark.usefixtures("unpaged_events")
-@pytest.mark.parametrize("relative", _traces() or ["(no shared traces)"])
+@pytest.mark.parametrize("relative", trace_files() or ["(no shared traces)"])
 def test_walking_every_paged_tool_returns_every_row_once(relative: str) -> None:
     path = SHARED / "traces" / relative
     if not path.exists():
