@@ -12,6 +12,12 @@ checks that every trace still gives the same document.  What is compared:
 * top-level sections added since (``NEW_SECTIONS``), and keys added to the summary since
   (``NEW_SUMMARY_KEYS``), are not in the goldens and not compared.
 
+An execution trace with a ``capture_traces/`` folder beside it (CUDA/HIP graph replays and the
+trace recorded while the graphs were captured) has two cases: the trace as read
+(``analysis.report.analyze``: each graph a unit of the kernel table) and ``<path>+graph_capture``,
+the report ``opscope report`` gives by default, with the capture merged
+(:func:`opscope.trace.graphs.with_captures`).
+
 Rows an op table ranks equal (``TIED_ROWS``: the same name and times, other shapes) are
 compared in one canonical order: their order was Arrow's hash grouper's when the goldens were
 written, and is the order of each shape's first event since the group-by moved to NumPy
@@ -40,7 +46,9 @@ IGNORED_KEYS = frozenset({"event_ids", "event_id", "first_event_id", "ids"})
 # top-level sections the rework added on purpose (nothing the goldens hold may change)
 NEW_SECTIONS = frozenset({"neuron", "distributed", "critical_path"})
 # finding rules added since: their findings are left out (the others renumbered) before comparing
-NEW_FINDING_KINDS = frozenset({"comm_exposed", "comm_bandwidth"})
+NEW_FINDING_KINDS = frozenset(
+    {"comm_exposed", "comm_bandwidth", "graph_host_gaps", "graph_input_copies", "graph_recapture"}
+)
 # keys added since to each finding (the critical path's bound on what its fix saves)
 NEW_FINDING_KEYS = frozenset({"step_savings_us"})
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -77,7 +85,9 @@ def cases() -> list[str]:
     by design when a folder becomes a job of per-rank reports."""
     if not SHARED.is_dir():
         return []
-    out = [f"traces/{rel}" for rel in trace_files()]
+    files = [SHARED / "traces" / rel for rel in trace_files()]
+    out = [str(p.relative_to(SHARED)) for p in files]
+    out += [str(p.relative_to(SHARED)) + CAPTURED for p in files if _capture_beside(p)]
     fixtures = SHARED / "neuron_fixtures"
     if fixtures.is_dir():
         out += sorted(
@@ -86,6 +96,18 @@ def cases() -> list[str]:
             if (p / "expected.json").is_file()
         )
     return out
+
+
+CAPTURED = "+graph_capture"  # a case: the trace with the capture beside it merged
+
+
+def _capture_beside(path: Path) -> bool:
+    """Whether ``path`` is an execution trace with a capture folder beside it (not a capture
+    trace in that folder)."""
+    from opscope.trace.graphs.sources import default_capture_folder
+
+    folder = default_capture_folder(path)
+    return folder is not None and folder != path.parent
 
 
 def golden_path(rel: str) -> Path:
@@ -104,6 +126,9 @@ def canonical(data: dict[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = orjson.loads(orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY))
     src = doc.get("source", {})
     src["paths"] = [_relative(p) for p in src.get("paths", [])]
+    if isinstance(src.get("graph_capture"), dict):  # the capture files read
+        cap = src["graph_capture"]
+        cap["files"] = [_relative(p) for p in cap.get("files", [])]
     for rank in doc.get("ranks") or []:  # a job's per-rank summaries name their files too
         if isinstance(rank, dict) and "paths" in rank:
             rank["paths"] = [_relative(p) for p in rank["paths"]]
@@ -116,7 +141,14 @@ def report_of(rel: str) -> dict[str, Any] | None:
     from opscope.errors import TraceError
 
     try:
-        report = analyze(SHARED / rel, peaks=CPU_PEAKS)
+        if rel.endswith(CAPTURED):
+            from opscope.trace import load
+            from opscope.trace.graphs import with_captures
+
+            path = SHARED / rel.removesuffix(CAPTURED)
+            report = analyze(with_captures(load(path), path), peaks=CPU_PEAKS)
+        else:
+            report = analyze(SHARED / rel, peaks=CPU_PEAKS)
     except TraceError as exc:
         text = str(exc)
         for prefix in {str(SHARED.resolve()), str(SHARED), str(SHARED.absolute())}:

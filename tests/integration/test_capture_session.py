@@ -162,6 +162,23 @@ def test_compile_inside_recorded_steps_is_flagged(
     assert read_run_json(p.run_dir)["compiled_in_window"] == [2]
 
 
+def test_an_unreadable_frame_counter_is_said_not_read_as_nothing_compiled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Dynamo's counter cannot be read at step 2's end: the window's compilation is unknown
+    # there (said once), and a later step that compiles against a readable mark is flagged.
+    frames = iter([0, 0, None, 1, 2])
+    monkeypatch.setattr(session_mod, "frames_compiled_so_far", lambda: next(frames))
+    with (
+        pytest.warns(RuntimeWarning, match=r"compiled during recorded step\(s\) \[3\]"),
+        profile(device="cpu", wait=1, warmup=1, active=2, out=tmp_path) as p,
+    ):
+        run_steps(p)
+    doc = read_run_json(p.run_dir)
+    assert doc["compiled_in_window"] == [3]
+    assert doc["warnings"].count(session_mod.UNREADABLE_FRAMES) == 1
+
+
 def test_sync_runs_inside_each_step_under_its_annotation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,6 +7,9 @@
 * every finding's ``step_savings_us`` is at most its time at stake and at most the path;
 * a hotspot's saving is the what-if its ``details.what_if`` spec gives (the same number
   ``opscope report --what-if`` prints), within 2 %.
+
+A trace with graph replays and a capture beside it is checked as read and with the capture
+merged (the golden reports' ``+graph_capture`` cases).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from golden_reports import SHARED, cases
+from golden_reports import CAPTURED, SHARED, cases
 from opscope.analysis.critical.section import rank_graph, what_if
 from opscope.analysis.report import analyze
 from opscope.trace import load
@@ -31,9 +34,14 @@ TRACES = [c for c in cases() if c.startswith("traces/") and "capture_traces/" no
 @cache
 def _analysed(rel: str) -> tuple[Any, dict[str, Any]] | None:
     try:
-        trace = load(SHARED / rel)
+        trace = load(SHARED / rel.removesuffix(CAPTURED))
     except Exception:  # a file opscope refuses (an execution trace): nothing to check
         return None
+    if rel.endswith(CAPTURED):  # graph replays attributed to the captured ops
+        from opscope.trace.graphs import with_captures
+
+        trace = with_captures(trace, SHARED / rel.removesuffix(CAPTURED))
+        assert trace.graph_capture is not None and trace.graph_capture.matched_kernels > 0
     return trace, analyze(trace).to_dict()
 
 

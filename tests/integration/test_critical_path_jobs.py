@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 WORLD = 4
 ACTIVE = 5
-SLEEP_S = 0.015
+SLEEP_S = 0.03  # well above the scheduling noise of 4 ranks on 2 shared cores
 
 
 def _job(tmp_path_factory: pytest.TempPathFactory, mode: str, slow: int) -> Path:
@@ -33,13 +33,13 @@ def _job(tmp_path_factory: pytest.TempPathFactory, mode: str, slow: int) -> Path
 
 @pytest.fixture(scope="module")
 def sleep_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Rank 2 sleeps 15 ms per step in a ``record_function`` range before its forward."""
+    """Rank 2 sleeps 30 ms per step in a ``record_function`` range before its forward."""
     return _job(tmp_path_factory, "sleep", 2)
 
 
 @pytest.fixture(scope="module")
 def loader_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Rank 1's dataset sleeps 15 ms per batch inside ``__getitem__``."""
+    """Rank 1's dataset sleeps 30 ms per batch inside ``__getitem__``."""
     return _job(tmp_path_factory, "loader", 1)
 
 

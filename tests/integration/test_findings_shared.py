@@ -39,6 +39,9 @@ def test_every_rule_module_is_registered() -> None:
         "dtype",
         "profile_quality",
         "comm_exposed",
+        "graph_host_gaps",
+        "graph_input_copies",
+        "graph_recapture",
     }
 
 

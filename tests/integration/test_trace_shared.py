@@ -305,6 +305,17 @@ EXPECTED = {
         "rows": 49208,
         "with_op": None,
     },
+    "rocm/sglang_graph/capture_traces/bs_32_rank0.json.gz": {
+        "corr_linked": 2,
+        "first": (
+            "void at::native::vectorized_elementwise_kernel<4, at::native",
+            "4909733316061.579",
+            "aten::fill_",
+        ),
+        "kernel": 2,
+        "rows": 59135,
+        "with_op": 2,
+    },
     "rocm/sglang_qwen3_8b_decode.json.gz": {
         "corr_linked": 558,
         "first": (
@@ -327,6 +338,17 @@ EXPECTED = {
         "rows": 115,
         "with_op": 12,
     },
+    "rocm/vllm_graph/capture_traces/graph_capture_rank_0.1773709742341309550.pt.trace.json.gz": {
+        "corr_linked": 10,
+        "first": (
+            "void at::native::vectorized_elementwise_kernel<4, at::native",
+            "6520430065016.281",
+            "aten::fill_",
+        ),
+        "kernel": 7,
+        "rows": 126861,
+        "with_op": 10,
+    },
     "rocm/vllm_graph/graph_execution.json.gz": {
         "corr_linked": 434,
         "first": (
@@ -340,7 +362,19 @@ EXPECTED = {
     },
 }
 
+# the same bytes as rocm/sglang_qwen3_8b_decode.json.gz, beside its capture (counted on its
+# own: the same counts)
+EXPECTED["rocm/sglang_graph/graph_execution.json.gz"] = EXPECTED[
+    "rocm/sglang_qwen3_8b_decode.json.gz"
+]
+
 ET_FILES = {"cuda/et_pair/linear_et.json.gz", "cuda/et_pair/simple_add_et.json.gz"}
+# TraceLens's execution_details.json beside graph capture traces: no events, refused as such
+# (and left out of a folder of traces)
+CAPTURE_DETAILS = {
+    "rocm/sglang_graph/capture_traces/execution_details.json",
+    "rocm/vllm_graph/capture_traces/execution_details.json",
+}
 
 
 def _need_shared() -> None:
@@ -355,7 +389,7 @@ def _cache_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _all_files() -> list[str]:
     if not SHARED.is_dir():
-        return sorted(EXPECTED) + sorted(ET_FILES)
+        return sorted(EXPECTED) + sorted(ET_FILES) + sorted(CAPTURE_DETAILS)
     found = sorted(
         str(p.relative_to(SHARED))
         for p in SHARED.rglob("*.json*")
@@ -375,6 +409,13 @@ def test_shared_trace(rel: str) -> None:
     if rel in ET_FILES:
         with pytest.raises(TraceError, match="execution trace"):
             load(path, cache=False)
+        return
+    if rel in CAPTURE_DETAILS:
+        with pytest.raises(TraceError, match=r"capture details .* not a trace"):
+            load(path, cache=False)
+        assert load(path.parent, cache=False).meta.paths == [
+            str(p) for p in sorted(path.parent.glob("*.json.gz"))
+        ]
         return
     assert rel in EXPECTED, f"a new shared trace: count it by hand and add it ({rel})"
     exp = EXPECTED[rel]

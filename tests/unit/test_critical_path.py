@@ -475,6 +475,7 @@ def test_renderers_show_the_path() -> None:
     assert "Critical path per step" in full and "Biggest pieces on the path" in full
     md = markdown.render(data)
     assert "## Critical path" in md and "| untraced | 200 µs | 66.7% |" in md
+    assert "300 µs of 300 µs wall, 33% of it explained by traced work." in md
 
 
 def test_a_gap_finding_saves_the_path_time_inside_its_ranges() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from opscope.errors import TraceError
 from opscope.trace import formats, load
-from opscope.trace.formats import execution_trace
+from opscope.trace.formats import capture_details, execution_trace
 
 
 @pytest.fixture(autouse=True)
@@ -140,3 +140,41 @@ def test_sniffing_a_file_reads_only_its_head(tmp_path: Path) -> None:
     assert not whole and len(head) == execution_trace.HEAD_BYTES
     assert not execution_trace.sniff(path)  # traceEvents in the head: a Kineto trace
     assert len(load(path, cache=False)) == 20000
+
+
+DETAILS = '[{"file": "cap_32.json.gz", "batch_size": 32, "mode": "FULL"}]'
+
+
+@pytest.mark.parametrize("name", ["execution_details.json", "details_copy.json"])
+def test_capture_details_are_refused_as_no_trace(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text(DETAILS)
+    assert formats.detect(path).name == "capture-details"
+    with pytest.raises(TraceError, match="not a trace") as err:
+        load(path, cache=False)
+    assert str(err.value).startswith(f"{path}: TraceLens's capture details")
+    assert "--graph-capture" in str(err.value)
+
+
+def test_capture_details_in_a_folder_of_traces_are_left_out(tmp_path: Path) -> None:
+    _kineto(tmp_path / "cap_32.json")
+    (tmp_path / "execution_details.json").write_text(DETAILS)
+    t = load(tmp_path, cache=False)
+    assert t.meta.paths == [str(tmp_path / "cap_32.json")] and len(t) == 1
+    assert set(t.meta.ranks) == {0} and not t.meta.skipped
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[{"ph": "X", "name": "a", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "file": "x.py"}]',
+        "[]",
+        '[{"file": 3}]',
+        '{"traceEvents": [], "file": "a"}',
+    ],
+)
+def test_what_only_looks_like_capture_details_is_left_to_kineto(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    assert not capture_details.sniff(path)
+    assert formats.detect(path).name == "kineto"

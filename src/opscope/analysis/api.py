@@ -47,6 +47,7 @@ def analyze(
     store: str | Path | None = None,
     cache: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
+    graph_capture: str | Path | bool | None = None,
 ) -> Report:
     """Analyse a trace, a folder of ranks, a glob pattern or a list of rank files (see
     :func:`opscope.analysis.report.analyze`).
@@ -57,12 +58,17 @@ def analyze(
     (docs/scale.md).  The findings are :class:`~opscope.analysis.finding_view.Finding`: dicts
     read also by attribute (``f.kind``, ``f.time_at_stake_us``).  ``store``: a folder where
     the workers write each rank's event table as Parquet.  ``progress(stage, done, total)``
-    is told as ranks finish on the cluster.
+    is told as ranks finish on the cluster.  ``graph_capture``: the trace recorded while the
+    CUDA/HIP graphs were captured (a file or a folder of them) that attributes the replayed
+    kernels to the captured ops; ``False``: none; ``None`` (default): a ``capture_traces/``
+    folder beside the trace, and captures recorded in the trace itself (docs/cuda-graphs.md).
     """
     steps = steps_arg(steps)
     if cluster is None or cluster is False:
         if store is not None:
             raise OpscopeError("store: the event tables are written by a cluster run (cluster=)")
+        if graph_capture is not False and isinstance(source, (str, Path, Trace)):
+            source = _with_captures(source, graph_capture, cache=cache)
         return _typed(
             analyze_here(
                 source, steps, findings=findings, roofline=roofline, peaks=peaks, cache=cache
@@ -70,6 +76,8 @@ def analyze(
         )
     if isinstance(source, Trace):
         raise OpscopeError("cluster: give the rank files' paths, not a loaded trace")
+    if graph_capture not in (None, False):
+        raise OpscopeError("graph_capture: attributed in this process, not on a cluster")
     from opscope.analysis.cluster import Options, analyze_on_cluster
 
     options = Options(
@@ -79,6 +87,25 @@ def analyze(
         source, None if cluster is True else cluster, options, progress=progress
     )
     return _typed(report)
+
+
+def _with_captures(
+    source: Trace | str | Path, graph_capture: str | Path | bool | None, *, cache: bool
+) -> Trace | str | Path:
+    """``source`` attributed by its graph captures (see :func:`analyze`); a path with nothing
+    to attribute stays a path (its run folder is found through it)."""
+    from opscope.trace.formats.kineto_json import is_pattern
+    from opscope.trace.graphs import with_captures
+    from opscope.trace.ingest import load
+
+    if isinstance(source, Trace):
+        paths = source.meta.paths
+        return with_captures(source, paths[0] if len(paths) == 1 else None, graph_capture)
+    if is_pattern(source):
+        return source
+    trace = load(source, cache=cache)
+    merged = with_captures(trace, source, graph_capture, cache=cache)
+    return source if merged is trace else merged
 
 
 def _typed(report: Report) -> Report:

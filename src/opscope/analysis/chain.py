@@ -15,7 +15,10 @@ from the hop before it:
 From a framework op the chain covers every runtime call made while the op ran on its thread
 (its own and its children's launches, each path starting at the innermost op that issued it);
 from a runtime call, its op and the device work it launched; from a device execution, its
-launch and the op that issued it ("and back").  ``stack`` is the framework call stack above the
+launch and the op that issued it ("and back").  A captured op replayed in a CUDA/HIP graph
+(a zero-length copy the capture merge put at the graph launch, :mod:`opscope.trace.graphs`)
+chains to the launch and the kernels it and its captured children launched there; a replayed
+kernel chains back through its captured op.  ``stack`` is the framework call stack above the
 chain's op, outermost first.  Times are relative to the viewport's origin (``t``), as in
 :mod:`opscope.trace.viewport`; links are followed through the trace's event index.
 """
@@ -23,6 +26,8 @@ chain's op, outermost first.  Times are relative to the viewport's origin (``t``
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from opscope.trace.viewport import Viewport
 
@@ -79,6 +84,26 @@ def _runtime_lane(index: Viewport, op_row: int) -> int | None:
     return None
 
 
+def _replayed(index: Viewport, row: int) -> list[int] | None:
+    """The device executions of a captured op's copy and its captured children in a graph
+    replay (start order), or None for any other event."""
+    info = index.trace.graph_capture
+    if info is None or index.dur[row] != 0 or info.op_of_rows(np.array([row]))[0] < 0:
+        return None
+    ix = index.index
+    todo: list[int] = [row]
+    seen: list[int] = []
+    while todo and len(seen) < 4096:
+        r = todo.pop()
+        seen.append(r)
+        todo.extend(int(c) for c in ix.pointing_at("tree_parent", r))
+    rows = np.concatenate([index.issued_rows(r) for r in seen])
+    rows = rows[index.group[rows] == 2]
+    if not len(rows):
+        return None
+    return [int(r) for r in rows[np.argsort(index.rel[rows], kind="stable")]]
+
+
 def dependency_chain(index: Viewport, event_id: int, max_paths: int = MAX_PATHS) -> dict[str, Any]:
     """The chain through ``event_id`` (see the module docstring); ``KeyError`` if unknown."""
     row = index.row_of(event_id)
@@ -89,9 +114,12 @@ def dependency_chain(index: Viewport, event_id: int, max_paths: int = MAX_PATHS)
     truncated = 0
     note: str | None = None
     op_row = row
+    replayed = _replayed(index, row) if group == 0 else None
     if group == 2:  # device execution: back to its launch and the op that issued it
         launch = int(index.launch_row[row])
-        op = int(index.op_row[launch]) if launch >= 0 else int(index.op_row[row])
+        op = int(index.op_row[row])  # a replayed kernel's captured op, else its launch's
+        if op < 0 and launch >= 0:
+            op = int(index.op_row[launch])
         path = [r for r in (op, launch) if r >= 0] + [row]
         paths.append(path)
         op_row = op if op >= 0 else row
@@ -101,6 +129,11 @@ def dependency_chain(index: Viewport, event_id: int, max_paths: int = MAX_PATHS)
         op = int(index.op_row[row])
         paths.append(([op] if op >= 0 else []) + [row] + _launched(index, row))
         op_row = op if op >= 0 else row
+    elif replayed is not None:  # a captured op: the graph launch and its kernels
+        launch = int(index.launch_row[replayed[0]])
+        truncated = max(0, len(replayed) - max_paths)
+        paths.append([row, *([launch] if launch >= 0 else []), *replayed[:max_paths]])
+        note = "a captured op, replayed in a CUDA/HIP graph: its kernels ran in the graph launch"
     else:  # framework event: every launch made while it ran on its thread
         rt_lane = _runtime_lane(index, row)
         if rt_lane is not None:
@@ -128,7 +161,7 @@ def dependency_chain(index: Viewport, event_id: int, max_paths: int = MAX_PATHS)
             )
     # paths that reach the device first (a stable sort keeps time order within each kind)
     paths.sort(key=lambda p: not any(index.group[r] == 2 for r in p))
-    device_rows = sorted({r for p in paths for r in p if index.group[r] == 2})
+    device_rows = sorted({r for p in paths for r in p if index.group[r] == 2} | set(replayed or ()))
     device_ns = int(index.dur[device_rows].sum()) if device_rows else 0
     return {
         "event": index.record(row),

@@ -158,11 +158,29 @@ def _merge_op_rows(tables: Sequence[list[OpRow]], device_total_us: float) -> lis
             m.device_total_us += r.device_total_us
             m.device_calls += r.device_calls
             m.launching_calls += r.launching_calls
+            if r.graph_replayed:
+                _merge_replayed(m, r)
     out = list(merged.values())
     for m in out:
         m.device_share = m.device_self_us / device_total_us if device_total_us else 0.0
     out.sort(key=lambda row: (-row.device_self_us, -row.cpu_total_us, row.name))
     return out
+
+
+def _merge_replayed(m: OpRow, r: OpRow) -> None:
+    """A rank's graph-replay marks (:mod:`opscope.analysis.graph_ops`) added to the job's."""
+    mods: dict[Any, list[float]] = {}
+    for entry in [*(m.modules or []), *(r.modules or [])]:
+        acc = mods.setdefault(entry.get("module"), [0, 0.0])
+        acc[0] += int(entry.get("calls", 0))
+        acc[1] += float(entry.get("device_self_us", 0.0))
+    m.graph_replayed = True
+    m.replayed_calls += r.replayed_calls
+    m.modules = [
+        {"module": k, "calls": int(c), "device_self_us": us}
+        for k, (c, us) in sorted(mods.items(), key=lambda kv: (-kv[1][1], str(kv[0])))
+    ]
+    m.call_stack = m.call_stack or r.call_stack
 
 
 def merge_op_tables(tables: Sequence[OpTable]) -> OpTable:

@@ -1,5 +1,7 @@
 """The kernel table: one row per device execution name (kernels, copies, sets, collectives,
-Neuron executions), with calls, device time and the ops that launched it."""
+Neuron executions), with calls, device time and the ops that launched it; after them, one row
+per CUDA/HIP graph whose replays no capture attributed (:mod:`opscope.analysis.graph_replays`:
+the replays as a unit, its kernels grouped by name within the replay)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from opscope.analysis.graph_replays import replay_units
 from opscope.analysis.optable import select_window
 from opscope.trace.args import decode_args
 from opscope.trace.arrays import Codes, valid
@@ -28,9 +31,14 @@ class KernelRow:
     min_us: float
     max_us: float
     ops: list[str]
+    # a graph's replays as one unit (opscope.analysis.graph_replays); None for a kernel
+    graph: dict[str, Any] | None = None
+    replays: list[dict[str, Any]] | None = None
+    kernels: list[dict[str, Any]] | None = None
+    hint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "name": self.name,
             "calls": self.calls,
             "device_us": self.device_us,
@@ -40,6 +48,12 @@ class KernelRow:
             "op": self.ops[0] if self.ops else None,
             "ops": self.ops,
         }
+        if self.graph is not None:
+            d["graph"] = self.graph
+            d["replays"] = self.replays or []
+            d["kernels"] = self.kernels or []
+            d["hint"] = self.hint
+        return d
 
 
 def _neff_names(trace: Trace, k: pa.Table) -> list[str]:
@@ -57,6 +71,14 @@ def _neff_names(trace: Trace, k: pa.Table) -> list[str]:
 
 
 def kernel_table(trace: Trace, steps: tuple[int, int] | None = None) -> list[KernelRow]:
+    """The kernel rows by device time, then the graph replay units (see the module)."""
+    rows = _kernel_rows(trace, steps)
+    if trace.device.kind != "neuron":
+        rows += [KernelRow(**unit) for unit in replay_units(trace, steps)]
+    return rows
+
+
+def _kernel_rows(trace: Trace, steps: tuple[int, int] | None) -> list[KernelRow]:
     k = select_window(trace.kernels, steps)
     kind = k.column("kind")
     # compared on the column's codes; a null kind is left out (as Arrow's not_equal has it)

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opscope.analysis.graph_ops import mark_replayed
 from opscope.markers import SYNC_ANNOTATION
 from opscope.trace.arrays import Codes, valid
 from opscope.trace.groupby import group_columns
@@ -144,6 +145,12 @@ class OpRow:
     launching_calls: int = 0  # calls that launched device work directly
     input_dims: str | None = None
     input_types: str | None = None
+    # CUDA/HIP graphs (opscope.analysis.graph_ops): calls that ran in graph replays, the
+    # modules they ran in and the call stack of the one with most device time
+    graph_replayed: bool = False
+    replayed_calls: int = 0
+    modules: list[dict[str, Any]] | None = None
+    call_stack: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -160,6 +167,11 @@ class OpRow:
         if self.input_dims is not None or self.input_types is not None:
             d["input_dims"] = self.input_dims
             d["input_types"] = self.input_types
+        if self.graph_replayed:
+            d["graph_replayed"] = True
+            d["replayed_calls"] = self.replayed_calls
+            d["modules"] = self.modules or []
+            d["call_stack"] = self.call_stack or []
         return d
 
 
@@ -227,6 +239,8 @@ def op_table(trace: Trace, steps: tuple[int, int] | None = None) -> OpTable:
     by_shape = _aggregate(
         ops, ["name", "input_dims", "input_types"], device_is_host, device_total_ns
     )
+    if trace.graph_capture is not None:
+        mark_replayed(trace, ops, rows, by_shape)
     return OpTable(
         rows=rows,
         device_is_host=device_is_host,

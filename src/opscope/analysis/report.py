@@ -121,6 +121,8 @@ class Report:
         }
         if meta.unreadable:
             source["unreadable"] = [dict(u) for u in meta.unreadable]
+        if self.trace.graph_capture is not None:
+            source["graph_capture"] = self.trace.graph_capture.to_dict()
         return {
             "source": source,
             "device": device,

@@ -119,17 +119,21 @@ def watch_compile(label: str | None = None) -> Iterator[CompileRecord]:
         _fill(record, before, _snapshot(record.errors))
 
 
-def frames_compiled_so_far() -> int:
-    """Dynamo's process-wide count of frames compiled (0 if Dynamo was never imported).
+def frames_compiled_so_far() -> int | None:
+    """Dynamo's process-wide count of frames compiled (0 if Dynamo was never imported; None
+    where its counters cannot be read, so that a caller never concludes that nothing was
+    compiled from a counter it could not see).
 
     Cheap (a dict lookup): the session reads it around each step to notice compilation inside
     the measured window.
     """
     utils = sys.modules.get(_DYNAMO_UTILS)
-    try:
-        return int(utils.counters["frames"]["ok"]) if utils is not None else 0
-    except Exception:
+    if utils is None:
         return 0
+    try:
+        return int(utils.counters["frames"]["ok"])
+    except (AttributeError, KeyError, TypeError, ValueError):  # a Dynamo without the counter
+        return None
 
 
 def _snapshot(errors: list[str]) -> _Snapshot:

@@ -83,6 +83,11 @@ _OPEN_ACTIVE = 2**31 - 1
 
 # Where ranks export before renaming into traces/: not in traces/, which the reader lists.
 _PARTIAL_DIR = ".partial"
+# said once in run.json's warnings where Dynamo's frame counter cannot be read
+UNREADABLE_FRAMES = (
+    "Dynamo's frame counter (torch._dynamo.utils.counters['frames']['ok']) could not be read: "
+    "compilation inside the recorded steps cannot be detected in this run"
+)
 
 
 class ProfileSession:
@@ -152,7 +157,7 @@ class ProfileSession:
         self._compile: list[dict[str, Any]] = []
         self._warnings: list[str] = []
         self._compiled_in_window: list[int] = []
-        self._frames_mark = 0
+        self._frames_mark: int | None = 0
         self._metadata_cycle = 0
         self._created = ""
         self._t0 = 0.0
@@ -436,7 +441,10 @@ class ProfileSession:
         if self._sync_enabled:
             self._synchronize()
         frames = frames_compiled_so_far()
-        if frames > self._frames_mark and self._window.is_active(index):
+        if frames is None or self._frames_mark is None:
+            if frames is None and UNREADABLE_FRAMES not in self._warnings:
+                self._warnings.append(UNREADABLE_FRAMES)
+        elif frames > self._frames_mark and self._window.is_active(index):
             self._compiled_in_window.append(index)
         self._frames_mark = frames
 

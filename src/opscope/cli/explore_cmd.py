@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from opscope.cli.output import add_max_inflate, apply_max_inflate
+from opscope.cli.report_cmd import add_graph_capture, graph_capture_arg
 
 HELP = "browse a trace in a local web app: timeline, dependency chains, findings"
 DESCRIPTION = """\
@@ -20,6 +21,10 @@ trace readable by anyone who can reach this machine (a warning is printed).
 examples:
   opscope explore opscope-runs/20261129-101500-naive
   opscope explore before.json.gz after.json.gz --port 8765 --no-open
+  opscope explore vllm/graph_execution.json.gz --graph-capture vllm/capture_traces/
+
+--graph-capture attributes the first trace's CUDA/HIP graph replays to the captured ops (see
+opscope report --help).
 """
 
 
@@ -29,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=0, help="port (default: 0, a free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
     p.add_argument("--no-open", action="store_true", help="do not open a browser")
+    add_graph_capture(p)
     add_max_inflate(p)
 
 
@@ -50,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         )
     apply_max_inflate(args.max_inflate)
     prepare(args.path, args.path_b, command="explore")
-    session = Session.open(args.path, args.path_b)
+    session = Session.open(args.path, args.path_b, graph_capture=graph_capture_arg(args))
     try:
         server = ExplorerServer(session, args.host, args.port)
     except OSError as exc:

@@ -40,6 +40,14 @@ examples:
   opscope report ranks/ --cluster local:8 --store ranks-events/
   opscope report 'ranks/*.json.gz' --cluster tcp://scheduler:8786
   opscope report s3://bucket/job/ --cluster local      # rank files by URL (fsspec)
+  opscope report vllm/graph_execution.json.gz --graph-capture vllm/capture_traces/
+
+CUDA/HIP graph replays are one launch on the host and the whole graph on the device: a trace
+recorded while the graphs were captured attributes each replayed kernel to the op, module and
+call stack that launched it (--graph-capture FILE or FOLDER; a capture_traces/ folder beside
+the trace, and captures recorded in the trace itself, are used unless --no-graph-capture).
+Without one, each graph is a unit of the kernel table (replays, time per replay, kernels
+grouped by name, idle between replays); see docs/cuda-graphs.md.
 
 --cluster runs the per-rank analysis of a job on Dask (the opscope[cluster] extra): local
 (a cluster of this machine's cores), local:N (N workers) or a scheduler's address; without a
@@ -101,10 +109,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="with --cluster: write each rank's event table there as Parquet (rank<N>.parquet)",
     )
+    add_graph_capture(p)
     add_max_inflate(p)
     p.add_argument(
         "--no-cache", action="store_true", help="re-read the trace, bypassing the ingest cache"
     )
+
+
+def add_graph_capture(p: argparse.ArgumentParser) -> None:
+    """``--graph-capture PATH`` and ``--no-graph-capture`` (report, explore)."""
+    p.add_argument(
+        "--graph-capture",
+        metavar="PATH",
+        help="a trace recorded while the CUDA/HIP graphs were captured, or a folder of them: "
+        "attributes the replayed kernels to the captured ops (default: a capture_traces/ "
+        "folder beside the trace, and captures in the trace itself)",
+    )
+    p.add_argument(
+        "--no-graph-capture",
+        action="store_true",
+        help="leave graph replays unattributed (each graph a unit of the kernel table)",
+    )
+
+
+def graph_capture_arg(args: argparse.Namespace) -> str | bool | None:
+    """What --graph-capture / --no-graph-capture ask for (see Workspace.open)."""
+    from opscope.errors import UsageError
+
+    if args.no_graph_capture and args.graph_capture is not None:
+        raise UsageError("--graph-capture and --no-graph-capture: give one of them")
+    if args.no_graph_capture:
+        return False
+    value: str | None = args.graph_capture
+    return value
 
 
 def parse_steps(text: str | None) -> tuple[int, int] | None:
@@ -142,7 +179,12 @@ def run(args: argparse.Namespace) -> int:
     apply_max_inflate(args.max_inflate)
     if args.peaks and not Path(args.peaks).is_file():
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
+    capture = graph_capture_arg(args)
     if args.cluster is not None:
+        if isinstance(capture, str):
+            raise OpscopeError(
+                "--graph-capture needs the events in this process: run without --cluster"
+            )
         return _run_cluster(args, steps)
     if args.store is not None:
         raise OpscopeError("--store needs --cluster (the workers write the event tables)")
@@ -150,7 +192,12 @@ def run(args: argparse.Namespace) -> int:
     workspace = Workspace()
     try:
         opened = workspace.open(
-            args.path, steps=steps, cache=not args.no_cache, peaks=args.peaks, rank=args.rank
+            args.path,
+            steps=steps,
+            cache=not args.no_cache,
+            peaks=args.peaks,
+            rank=args.rank,
+            graph_capture=capture,
         )
     except StepsError as exc:  # the service names the argument; here it is a flag
         raise OpscopeError(f"--{exc}") from None
@@ -227,7 +274,11 @@ def _emit(
     from opscope.service.brief import report_args
 
     where = report_args(
-        str(args.path), steps=parse_steps(args.steps), rank=args.rank, peaks=args.peaks
+        str(args.path),
+        steps=parse_steps(args.steps),
+        rank=args.rank,
+        peaks=args.peaks,
+        graph_capture=graph_capture_arg(args),
     )
     brief = make_brief(data, trace=where)
     answer = None

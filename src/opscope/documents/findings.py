@@ -47,6 +47,52 @@ class NeuronWarning(TypedDict):
     category: str
 
 
+class GraphHostOp(TypedDict):
+    """What the launching thread ran while the device waited between graph replays
+    (``graph_host_gaps``)."""
+
+    op: str
+    overlap_us: float
+
+
+class GraphCopies(TypedDict):
+    """One graph whose every replay is preceded by copies (``graph_input_copies``)."""
+
+    graph: str
+    """The graph unit's name (``hipGraphLaunch #1``)."""
+    op: str | None
+    """The op around its launches."""
+    replays: int
+    copies: int
+    copies_per_replay: float
+    device_us: float
+    host_us: float
+    bytes: int
+
+
+class GraphCaptureWindow(TypedDict):
+    """One graph capture in the window (``graph_recapture``)."""
+
+    start_ns: int
+    end_ns: int
+    host_us: float
+    """From the begin call to the end call, µs."""
+    nodes: int
+    label: str | None
+    """The annotation around the capture (``capture_32_DECODE``)."""
+    again: bool
+    """A replay came before it, or an earlier capture made the same nodes."""
+    begin_id: int
+    """The event id of its begin call (``StreamBeginCapture``)."""
+
+
+class ReinstantiatedGraph(TypedDict):
+    """A node sequence whose replays carry several ``graph id`` (``graph_recapture``)."""
+
+    kernels: int
+    graph_ids: list[int]
+
+
 class FindingDetails(TypedDict, total=False):
     """The figures behind a finding; which keys a finding has depends on its rule (``kind``),
     noted in brackets.  Rules may add keys."""
@@ -202,6 +248,27 @@ class FindingDetails(TypedDict, total=False):
     small_messages: bool
     from_matched_transfers: bool
     link_source: str | None
+    # graph_host_gaps
+    replays: int
+    """[graph_host_gaps, graph_input_copies] Graph replays in the window (input copies: of
+    the graphs whose every replay is preceded by copies)."""
+    mean_launch_us: float
+    """[graph_host_gaps] The graph launch call's mean host time, µs."""
+    host_ops: list[GraphHostOp]
+    # graph_input_copies
+    graphs: list[GraphCopies]
+    host_us: float
+    """[graph_input_copies] Host time of the copy ops, µs."""
+    bytes: int
+    """[graph_input_copies] Bytes copied (where the copies record them)."""
+    # graph_recapture
+    windows: list[GraphCaptureWindow]
+    again: int
+    """[graph_recapture] Captures made again, and re-instantiated graphs."""
+    capture_host_us: float
+    instantiations: int
+    instantiate_us: float
+    reinstantiated_graphs: list[ReinstantiatedGraph]
 
 
 class Finding(TypedDict):
@@ -212,7 +279,8 @@ class Finding(TypedDict):
     kind: str
     """The rule: ``hotspots``, ``idle_gaps``, ``launch_bound``, ``sync_stalls``,
     ``h2d_copies``, ``fusion``, ``dtype``, ``compile``, ``profile_quality``, ``comm_exposed``,
-    ``comm_bandwidth``; a job's own: ``load_imbalance``, ``straggler``."""
+    ``comm_bandwidth``, ``graph_host_gaps``, ``graph_input_copies``, ``graph_recapture``; a
+    job's own: ``load_imbalance``, ``straggler``."""
     severity: str
     """``high``, ``medium``, ``low`` or ``info``."""
     title: str
@@ -241,6 +309,10 @@ __all__ = [
     "Evidence",
     "Finding",
     "FindingDetails",
+    "GraphCaptureWindow",
+    "GraphCopies",
+    "GraphHostOp",
     "NeuronProblem",
     "NeuronWarning",
+    "ReinstantiatedGraph",
 ]

@@ -38,10 +38,36 @@ class Engine(TypedDict):
     """The scheduler's address (``local:N``: a cluster started for the run)."""
 
 
+class GraphCapture(TypedDict):
+    """How the trace's CUDA/HIP graph replays were attributed to the captured ops."""
+
+    files: list[str]
+    """The capture traces read (the execution trace itself where it recorded captures)."""
+    method: str
+    """``graph_node_ids`` (replayed kernels ordered by the node ids they record) or
+    ``kernel_sequence`` (by start time on their streams)."""
+    matched_kernels: int
+    """Replayed device executions paired with the launch that made their node."""
+    unmatched_kernels: int
+    """Replayed device executions left on their graph launch's op."""
+    replays: int
+    matched_replays: int
+    captures: int
+    """Capture windows read."""
+    pairings: dict[str, int]
+    """How replays were paired with their capture: ``positional``, ``streams``, ``by_name``,
+    ``forward_scan`` -> replays."""
+    kernels_without_op: int
+    """Paired executions whose launch ran outside any captured op."""
+    notes: NotRequired[list[str]]
+
+
 class Source(_SourceBase):
     """Where a report's events came from."""
 
     ranks: list[int]
+    graph_capture: NotRequired[GraphCapture]
+    """(CUDA/HIP graph replays attributed by a capture trace)"""
     unreadable: NotRequired[list[Unreadable]]
     """(jobs) The files left out because they cannot be read (each also a warning)."""
     engine: NotRequired[Engine]
@@ -70,4 +96,4 @@ class Window(TypedDict):
     """``[first, last]`` step asked for (``--steps``), or None: the whole trace."""
 
 
-__all__ = ["Engine", "RankSource", "Source", "Unreadable", "Window"]
+__all__ = ["Engine", "GraphCapture", "RankSource", "Source", "Unreadable", "Window"]

@@ -29,7 +29,29 @@ class _OpTimes(TypedDict):
     """Calls that launched device work directly (at most ``calls``)."""
 
 
-class OpRow(_OpTimes):
+class OpModule(TypedDict):
+    """One ``nn.Module`` a graph-replayed op ran in during capture."""
+
+    module: str | None
+    """``nn.Module: X`` (instance number dropped); None: no module frame recorded."""
+    calls: int
+    device_self_us: float
+
+
+class _Replayed(TypedDict):
+    graph_replayed: NotRequired[bool]
+    """(CUDA/HIP graphs, with a capture trace) True: some of the op's calls ran in graph
+    replays (their device time came from them; their CPU time is none)."""
+    replayed_calls: NotRequired[int]
+    """Calls made by graph replays (a captured op once per replay)."""
+    modules: NotRequired[list[OpModule]]
+    """The modules the replayed calls ran in during capture, most device time first."""
+    call_stack: NotRequired[list[str]]
+    """The capture-time frames above the replayed call with most device time, outermost
+    first."""
+
+
+class OpRow(_OpTimes, _Replayed):
     """One op name (a row of ``ops``, like torch.profiler's key averages)."""
 
     flops: NotRequired[float | None]
@@ -40,7 +62,7 @@ class OpRow(_OpTimes):
     """(with the roofline) ``compute``, ``memory`` or ``overhead``; None when unknown."""
 
 
-class OpShapeRow(_OpTimes):
+class OpShapeRow(_OpTimes, _Replayed):
     """One (op name, input shapes) row of ``op_shapes``."""
 
     input_dims: NotRequired[str | None]
@@ -58,6 +80,54 @@ class OpShapeRow(_OpTimes):
     """(with the roofline) ``compute``, ``memory`` or ``overhead``; None when unknown."""
 
 
+class GraphUnit(TypedDict):
+    """A graph's replays, summed (a graph unit of ``kernels``)."""
+
+    graph_id: int | None
+    """The ``graph id`` its work records (CUDA); None where the trace records none."""
+    replays: int
+    kernels_per_replay: float
+    device_us_per_replay: float
+    span_us_per_replay: float
+    """First start to last end of a replay's work."""
+    launch_us_per_replay: float
+    """The launch call on the host."""
+    idle_between_us: float | None
+    """Mean time from one replay's last end to the next one's first start (None: one
+    replay)."""
+    ordered_by: str
+    """``graph_node_ids`` or ``start``: how a replay's work was put in order."""
+    replays_listed: int
+    """Entries of ``replays`` (at most 1000)."""
+
+
+class ReplayLine(TypedDict):
+    """One replay of a graph unit."""
+
+    launch_id: int
+    """The event id of its launch call."""
+    start_ns: int
+    end_ns: int
+    device_us: float
+    span_us: float
+    kernels: int
+    launch_us: float
+    idle_before_us: float | None
+    """From the previous replay of the graph (None: the first)."""
+
+
+class UnitKernel(TypedDict):
+    """One kernel name within a graph unit's replay."""
+
+    name: str
+    calls: int
+    per_replay: float
+    device_us: float
+    mean_us: float
+    min_us: float
+    max_us: float
+
+
 class KernelRow(TypedDict):
     """One device execution name (a row of ``kernels``; on Neuron, the NEFF it ran)."""
 
@@ -71,6 +141,15 @@ class KernelRow(TypedDict):
     """The first op that launched it."""
     ops: list[str]
     """Every op that launched it."""
+    graph: NotRequired[GraphUnit]
+    """(a CUDA/HIP graph no capture attributed: this row is the graph's replays as one unit,
+    named ``<launch call> #<n>``; its device time is that of the kernel rows it groups)"""
+    replays: NotRequired[list[ReplayLine]]
+    """(graph units) One entry per replay."""
+    kernels: NotRequired[list[UnitKernel]]
+    """(graph units) The graph's work grouped by name within the replay."""
+    hint: NotRequired[str]
+    """(graph units) How to record the capture trace that would attribute the kernels."""
 
 
 class StepRow(TypedDict):
@@ -128,4 +207,15 @@ class Summary(Timeline):
     """CPU self time of every op."""
 
 
-__all__ = ["KernelRow", "OpRow", "OpShapeRow", "StepRow", "Summary", "Timeline"]
+__all__ = [
+    "GraphUnit",
+    "KernelRow",
+    "OpModule",
+    "OpRow",
+    "OpShapeRow",
+    "ReplayLine",
+    "StepRow",
+    "Summary",
+    "Timeline",
+    "UnitKernel",
+]

@@ -101,9 +101,15 @@ class Session:
             self.workspace.adopt(b.opened, "b")
 
     @classmethod
-    def open(cls, path_a: str | Path, path_b: str | Path | None = None) -> Session:
+    def open(
+        cls,
+        path_a: str | Path,
+        path_b: str | Path | None = None,
+        *,
+        graph_capture: str | Path | bool | None = None,
+    ) -> Session:
         ws = Workspace()
-        a = Side.of(ws.open(path_a, handle="a", prefetch=True))
+        a = Side.of(ws.open(path_a, handle="a", prefetch=True, graph_capture=graph_capture))
         b = Side.of(ws.open(path_b, handle="b", prefetch=True)) if path_b is not None else None
         # the timeline's index now, so that the first window is answered at once
         for side in (a, b):

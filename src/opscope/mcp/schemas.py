@@ -198,12 +198,20 @@ def _nested(node: Any, defs: Mapping[str, JsonSchema]) -> Any:
     return keep
 
 
+# a field's description in the tool list at most (the type's schema has it in full)
+_SHORT = 110
+
+
 def _first_sentence(text: str) -> str:
-    """A field's description as the tool list shows it: its first sentence (the full one is
-    in the type's schema)."""
+    """A field's description as the tool list shows it: its first sentence, and of a long
+    one its first clause (up to the first ``; ``); the full text is in the type's schema."""
     plain = text.replace("``", "")
     cut = plain.find(". ")
-    return plain if cut < 0 else plain[: cut + 1]
+    first = plain if cut < 0 else plain[: cut + 1]
+    clause = first.find("; ")
+    if len(first) > _SHORT and clause > 0:
+        first = first[:clause] + "."
+    return first
 
 
 def shallow(name: str, *, described: bool = True) -> JsonSchema:
@@ -223,6 +231,14 @@ def shallow(name: str, *, described: bool = True) -> JsonSchema:
             field["description"] = _first_sentence(text)
         props[key] = field
     out["properties"] = props
+    return out
+
+
+def titled(name: str) -> JsonSchema:
+    """The document type ``name`` by title alone (its fields are in ``schema(name=...)``):
+    for a type nested in a tool's output, which its output schema does not spell out."""
+    out = shallow(name, described=False)
+    del out["properties"]
     return out
 
 

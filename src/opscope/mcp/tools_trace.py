@@ -228,8 +228,8 @@ def _brief_schema() -> s.JsonSchema:
         "properties": {
             "device": {"type": "object"},
             "source": {"type": "object"},
-            "window": s.shallow("Window"),
-            "summary": s.shallow("Summary"),
+            "window": s.titled("Window"),
+            "summary": s.titled("Summary"),
             "steps": {"type": "integer", "description": "profiler steps in the window"},
             "top_ops_by": {"type": "string"},
             "top_ops": {"type": "array", "items": {"type": "object"}},

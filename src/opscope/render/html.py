@@ -14,6 +14,7 @@ from typing import Any
 
 from opscope.render.finding_groups import group_findings
 from opscope.render.fmt import pct, truncate, us
+from opscope.render.graph_rows import capture_line, hint, kernel_rows, units
 
 EXTENSION = ".html"
 
@@ -277,7 +278,7 @@ def plain_tables(data: dict[str, Any], top: int = 50) -> str:
             {1, 2, 3, 4, 5, 6},
         )
     )
-    if data.get("kernels"):
+    if kernel_rows(data):
         krows = [
             [
                 _e(truncate(k["name"], 120)),
@@ -286,8 +287,46 @@ def plain_tables(data: dict[str, Any], top: int = 50) -> str:
                 _e(us(k["mean_us"])),
                 _e(k.get("op") or "—"),
             ]
-            for k in data["kernels"][:top]
+            for k in kernel_rows(data)[:top]
         ]
         parts.append("<h2>Device kernels</h2>")
         parts.append(_table(["kernel", "calls", "total", "mean", "op"], krows, {1, 2, 3}))
+    parts += _graph_units(data, top)
     return "".join(parts)
+
+
+def _graph_units(data: dict[str, Any], top: int) -> list[str]:
+    """The attribution line, or the graph units and the hint (escaped)."""
+    line = capture_line(data)
+    if line is not None:
+        return [f"<p>{_e(line)}</p>"]
+    rows = units(data)
+    if not rows:
+        return []
+    urows = [
+        [
+            _e(u["name"]),
+            _e(u.get("op") or "—"),
+            _e(u["calls"]),
+            _e(us(u["graph"].get("device_us_per_replay"))),
+            _e(f"{u['graph'].get('kernels_per_replay', 0):g}"),
+            _e(
+                us(u["graph"]["idle_between_us"])
+                if u["graph"].get("idle_between_us") is not None
+                else "—"
+            ),
+        ]
+        for u in rows[:top]
+    ]
+    out = ["<h2>Graph replays (not attributed: no capture trace)</h2>"]
+    out.append(
+        _table(
+            ["graph", "op", "replays", "per replay", "kernels per replay", "idle between"],
+            urows,
+            {2, 3, 4, 5},
+        )
+    )
+    note = hint(data)
+    if note:
+        out.append(f"<p>{_e(note)}</p>")
+    return out

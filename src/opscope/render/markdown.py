@@ -7,6 +7,7 @@ from typing import Any
 
 from opscope.render.finding_groups import group_findings
 from opscope.render.fmt import pct, truncate, us
+from opscope.render.graph_rows import capture_line, hint, kernel_rows, units
 
 EXTENSION = ".md"
 
@@ -49,7 +50,12 @@ def _critical_path(data: dict[str, Any], top: int) -> list[str]:
     out = [
         title,
         "",
-        f"{us(cp['length_us'])} of {us(cp.get('wall_us'))} wall.",
+        f"{us(cp['length_us'])} of {us(cp.get('wall_us'))} wall"
+        + (
+            f", {100 * float(cp['explained_share']):.0f}% of it explained by traced work."
+            if cp.get("explained_share") is not None
+            else "."
+        ),
         "",
         "| bound by | time | share |",
         "|---|---:|---:|",
@@ -105,6 +111,9 @@ def render(data: dict[str, Any], top: int = 30, *, brief: Mapping[str, Any] | No
         f"{us(s['device_idle_us'])} · device time {us(s['device_time_us'])}",
         "",
     ]
+    graphs = capture_line(data)
+    if graphs is not None:
+        out += [_cell(graphs), ""]
     out += _distributed(data)
     out += _critical_path(data, top)
     findings = data.get("findings") or []
@@ -139,7 +148,7 @@ def render(data: dict[str, Any], top: int = 30, *, brief: Mapping[str, Any] | No
             f"{us(r['cpu_total_us'])} | {us(r['device_self_us'])} | {us(r['device_total_us'])} "
             f"| {pct(r['device_share'])} |"
         )
-    if data.get("kernels"):
+    if kernel_rows(data):
         out += [
             "",
             f"## Kernels (top {top})",
@@ -147,9 +156,35 @@ def render(data: dict[str, Any], top: int = 30, *, brief: Mapping[str, Any] | No
             "| kernel | calls | total | mean | op |",
             "|---|---:|---:|---:|---|",
         ]
-        for k in data["kernels"][:top]:
+        for k in kernel_rows(data)[:top]:
             out.append(
                 f"| `{_cell(truncate(k['name'], 80))}` | {k['calls']} | {us(k['device_us'])} | "
                 f"{us(k['mean_us'])} | `{_cell(k.get('op') or '—')}` |"
             )
+    out += _graph_units(data, top)
     return "\n".join(out) + "\n"
+
+
+def _graph_units(data: dict[str, Any], top: int) -> list[str]:
+    rows = units(data)
+    if not rows:
+        return []
+    out = [
+        "",
+        "## Graph replays (not attributed: no capture trace)",
+        "",
+        "| graph | op | replays | per replay | kernels per replay | idle between |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for u in rows[:top]:
+        g = u["graph"]
+        idle = g.get("idle_between_us")
+        out.append(
+            f"| `{_cell(u['name'])}` | `{_cell(u.get('op') or '—')}` | {u['calls']} | "
+            f"{us(g.get('device_us_per_replay'))} | {g.get('kernels_per_replay', 0):g} | "
+            f"{us(idle) if idle is not None else '—'} |"
+        )
+    note = hint(data)
+    if note:
+        out += ["", f"> {_cell(note)}"]
+    return out

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from opscope.render import brief as brief_text
-from opscope.render import text_critical, text_distributed
+from opscope.render import text_critical, text_distributed, text_graphs
 from opscope.render.finding_groups import group_findings
 from opscope.render.fmt import line_spans, pct, print_wrapped, shorten_kernel, truncate, us
 
@@ -38,11 +38,12 @@ def ops_table(data: dict[str, Any], top: int = 20, name_width: int = 38) -> Tabl
     t.add_column(f"{'dev' if not host else 'exec'} total", justify="right")
     t.add_column("share", justify="right")
     for r in data["ops"][:top]:
+        replayed = r.get("graph_replayed") and r.get("replayed_calls") == r["calls"]
         t.add_row(
             Text(truncate(r["name"], name_width)),
             str(r["calls"]),
-            us(r["cpu_self_us"]),
-            us(r["cpu_total_us"]),
+            "replay" if replayed else us(r["cpu_self_us"]),
+            "replay" if replayed else us(r["cpu_total_us"]),
             us(r["device_self_us"]),
             us(r["device_total_us"]),
             pct(r["device_share"]),
@@ -57,7 +58,7 @@ def kernels_table(data: dict[str, Any], top: int = 10, name_width: int = 44) -> 
     t.add_column("total", justify="right")
     t.add_column("mean", justify="right")
     t.add_column("op", no_wrap=True, max_width=20)
-    for k in data["kernels"][:top]:
+    for k in text_graphs.kernel_rows(data)[:top]:
         t.add_row(
             Text(shorten_kernel(k["name"], name_width)),
             str(k["calls"]),
@@ -171,6 +172,9 @@ def render_to(
         if not critical_path:
             for line in text_critical.top_pieces(data):
                 console.print(f"[dim]  {escape(line)}[/dim]")
+    graphs = text_graphs.capture_line(data)
+    if graphs is not None:
+        console.print(escape(graphs))
     engine = src.get("engine")
     if isinstance(engine, dict):
         console.print(
@@ -196,8 +200,14 @@ def render_to(
         for table in text_critical.tables(data, top, name_width=max(16, width - 40)):
             console.print(table)
     console.print(ops_table(data, top, name_width=max(16, width - 74)))
-    if data["kernels"]:
+    if text_graphs.kernel_rows(data):
         console.print(kernels_table(data, min(top, 10), name_width=max(16, width - 66)))
+    replays = text_graphs.replays_table(data, min(top, 10), name_width=max(16, width - 70))
+    if replays is not None:
+        console.print(replays)
+        note = text_graphs.hint(data)
+        if note is not None:
+            print_wrapped(console, Text(f"note: {note}", style="dim"))
     neuron = neuron_table(data, top, name_width=max(16, width - 60))
     if neuron is not None:
         console.print(neuron)

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -277,10 +278,12 @@ def report_args(
     steps: tuple[int, int] | None = None,
     rank: int | None = None,
     peaks: object = None,
+    graph_capture: object = None,
 ) -> str:
     """The arguments of ``opscope report`` that reopen a trace as it was opened (its window,
-    its rank, its peaks file), quoted for a shell: what a brief's commands name as ``trace``,
-    so that the finding ids and savings they print are the brief's."""
+    its rank, its peaks file, its graph captures), quoted for a shell: what a brief's
+    commands name as ``trace``, so that the finding ids and savings they print are the
+    brief's."""
     out = [shlex.quote(path)]
     if steps is not None:
         out.append(f"--steps {steps[0]}" + (f":{steps[1]}" if steps[1] != steps[0] else ""))
@@ -288,6 +291,10 @@ def report_args(
         out.append(f"--rank {rank}")
     if isinstance(peaks, str):
         out.append(f"--peaks {shlex.quote(peaks)}")
+    if graph_capture is False:
+        out.append("--no-graph-capture")
+    elif isinstance(graph_capture, str | os.PathLike):
+        out.append(f"--graph-capture {shlex.quote(os.fspath(graph_capture))}")
     return " ".join(out)
 
 

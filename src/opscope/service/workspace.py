@@ -42,6 +42,8 @@ class OpenTrace:
     steps: tuple[int, int] | None = None
     #: the job's rank this trace keeps (``open(rank=N)``), None for all it has
     rank: int | None = None
+    #: the graph captures asked for (``open(graph_capture=...)``)
+    graph_capture: str | Path | bool | None = None
     _report: Report | None = field(default=None, repr=False)
     _data: dict[str, Any] | None = field(default=None, repr=False)
     _index: Viewport | None = field(default=None, repr=False)
@@ -178,6 +180,7 @@ class Workspace:
         prefetch: bool = False,
         rank: int | None = None,
         make_default: bool = True,
+        graph_capture: str | Path | bool | None = None,
     ) -> OpenTrace:
         """Load a trace file, run folder or folder of ranks; returns its :class:`OpenTrace`.
 
@@ -185,12 +188,17 @@ class Workspace:
         ``prefetch``: start the analysis in the background now; ``rank``: keep that rank of a
         job only (:class:`ServiceError` naming the ranks there when it has no such rank);
         ``make_default``: false to leave the default trace as it is (the new trace becomes the
-        default only when none is open)."""
+        default only when none is open); ``graph_capture``: the CUDA/HIP graph captures that
+        attribute the trace's replays (a capture trace or a folder of them; ``False``: none;
+        ``None``: the ``capture_traces/`` folder beside the trace and the captures in the trace
+        itself, see :func:`opscope.trace.graphs.with_captures`)."""
         from opscope.trace import load
+        from opscope.trace.graphs import with_captures
 
         trace = load(path, cache=cache)
         if rank is not None:
             trace = only_rank(trace, rank)
+        trace = with_captures(trace, path, graph_capture, cache=cache)
         if steps is not None:
             check_steps(trace, steps)
         opened = self.add(
@@ -198,6 +206,7 @@ class Workspace:
         )
         opened.peaks = peaks
         opened.rank = rank
+        opened.graph_capture = graph_capture
         if prefetch:
             opened.prefetch()
         return opened
@@ -453,7 +462,13 @@ class Workspace:
         from opscope.service.brief import brief, report_args
 
         opened = self.get(handle)
-        args = report_args(opened.path, steps=opened.steps, rank=opened.rank, peaks=opened.peaks)
+        args = report_args(
+            opened.path,
+            steps=opened.steps,
+            rank=opened.rank,
+            peaks=opened.peaks,
+            graph_capture=opened.graph_capture,
+        )
         named = opened.handle if handle is not None else None  # its calls name it as asked
         return {
             "handle": opened.handle,

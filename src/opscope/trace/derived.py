@@ -28,11 +28,6 @@ def _index(events: pa.Table | EventIndex) -> EventIndex:
     return events if isinstance(events, EventIndex) else EventIndex(events)
 
 
-def op_tree_parent(events: pa.Table | EventIndex) -> np.ndarray:
-    """For every row, the row index of its parent in the op tree (-1 at top level)."""
-    return _index(events).tree_parent
-
-
 def _taken(ev: pa.Table, take: pa.Array, names: tuple[str, ...]) -> dict[str, pa.ChunkedArray]:
     """The rows ``take`` of the event table's columns ``names``, by name."""
     return {n: ev.column(n).take(take) for n in names}

@@ -28,6 +28,7 @@ from opscope.trace.device import DeviceInfo, detect_device
 from opscope.trace.sqlsafe import SqlResult, TableSource, TraceSql
 
 if TYPE_CHECKING:
+    from opscope.trace.graphs.records import GraphAttribution
     from opscope.trace.index import EventIndex
 
 
@@ -139,6 +140,9 @@ class Trace:
         self._sql = TraceSql(self._sql_sources)  # connects on the first query
         # Neuron Explorer tables when the trace is a Neuron profile (see NeuronTables)
         self.neuron: NeuronTables | None = None
+        # what the CUDA/HIP graph capture merge did, when this trace is its result
+        # (opscope.trace.graphs.merge.attribute)
+        self.graph_capture: GraphAttribution | None = None
 
     def __len__(self) -> int:
         return int(self.events.num_rows)

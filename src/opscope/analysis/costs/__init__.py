@@ -19,9 +19,8 @@ from typing import Any
 from opscope.analysis.costs import attention, conv, elementwise, gemm, memory, norm, reduction
 from opscope.analysis.costs._common import Call, Cost, CostError, dtype_class, itemsize
 from opscope.analysis.opsets import REDUCTIONS
-from opscope.trace.args import decode_args
 
-__all__ = ["Cost", "cost_from_args", "dtype_class", "itemsize", "normalize_name", "op_cost"]
+__all__ = ["Cost", "dtype_class", "itemsize", "normalize_name", "op_cost"]
 
 _Formula = Callable[[str, Call], Cost]
 
@@ -156,18 +155,3 @@ def op_cost(
     if cost.flops < 0 or cost.bytes < 0:
         return None
     return cost
-
-
-def cost_from_args(name: str, args: dict[str, Any] | str | None) -> Cost | None:
-    """:func:`op_cost` from an event's ``args`` (a dict, or the event table's JSON text)."""
-    if isinstance(args, str):
-        args = decode_args(args)
-    if not args:
-        return None
-    return op_cost(
-        name,
-        args.get("Input Dims"),  # type: ignore[arg-type]
-        args.get("Input type"),  # type: ignore[arg-type]
-        args.get("Input Strides"),
-        args.get("Concrete Inputs"),
-    )

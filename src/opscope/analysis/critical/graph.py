@@ -164,7 +164,13 @@ def build(
     if len(own_copies):
         late = unexplained[own_copies[:, 0]]
         awaited_end[own_copies[late, 1]] = -1
-    resume_after = host_collectives(b, host_links or {})
+    mids = {
+        int(r): (int(m), int(t))
+        for r, m, t in zip(
+            mrows.tolist(), mid_node.tolist(), (start[mrows] + mwait).tolist(), strict=True
+        )
+    }
+    resume_after = host_collectives(b, host_links or {}, mids)
     host_chains(b, awaited_end, resume_after, (blocking, host_comm, data), container)
 
     src, dst, weight, label, erow, ekind, tie = edges.arrays()

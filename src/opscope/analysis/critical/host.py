@@ -381,10 +381,53 @@ def handoffs(b: Build, parent: np.ndarray, hrows: np.ndarray | None = None) -> N
                 )
 
 
-def host_collectives(bd: Build, links: dict[int, int]) -> np.ndarray:
+# how many of a caller's starts after its collective's mid are looked at for the one its wait
+# ended at (an idle caller has few; a busy one is not waiting)
+EARLY_RESUME_SCAN = 64
+
+
+def _busy_at(
+    idx: EventIndex, hrows: np.ndarray, calls: np.ndarray, at: np.ndarray, nxt: np.ndarray
+) -> np.ndarray:
+    """Per collective call, its work's end ``at`` and the next start ``nxt`` on the call's
+    thread after it: whether the thread was busy at ``at`` inside an event that ended before
+    ``nxt`` started (a ``record_function`` range that sleeps, an op running on), so that it
+    did not sit waiting for the work and the start after it was not resumed by it.  A
+    collective call itself (a synchronous one spans its work) waits: it is not busy.  The
+    event of the thread that ended last before ``nxt`` started is the one to look at: an
+    event that ends by then and started before ``at`` spans it."""
+    out = np.zeros(len(at), dtype=bool)
+    if not len(at):
+        return out
+    start, end, thread = idx.start, idx.end, idx.thread
+    threads = thread[calls]
+    waits = np.zeros(idx.n, dtype=bool)
+    waits[calls] = True
+    by_end = hrows[np.lexsort((end[hrows], thread[hrows]))]
+    th, ends = thread[by_end], end[by_end]
+    lo = np.searchsorted(th, threads, side="left")
+    hi = np.searchsorted(th, threads, side="right")
+    for i in np.flatnonzero(nxt >= 0).tolist():
+        a, b = int(lo[i]), int(hi[i])
+        k = a + int(np.searchsorted(ends[a:b], start[nxt[i]], side="right")) - 1
+        if k >= a:
+            last = by_end[k]
+            out[i] = bool(end[last] > at[i] and start[last] < at[i] and not waits[last])
+    return out
+
+
+def host_collectives(
+    bd: Build, links: dict[int, int], mids: dict[int, tuple[int, int]] | None = None
+) -> np.ndarray:
     """gloo: the call -> its range on gloo's thread (start -> start), and the range's end ->
-    the calling thread's next start.  Returns, per host row, the end of a collective range it
-    resumed after (-1 none), for the caller's idle gap to weigh only the time after it."""
+    the calling thread's next start.  A caller that sat idle and resumed shortly before the
+    range's recorded end (gloo notes the work done before it closes its range, 1.5-2.5 ms
+    later on a 4-rank CPU job) waited for the collective as well: its edge comes from the
+    range's mid node (``mids``: ``{range row: (mid node, its time)}``, after the last rank
+    arrived; the range's start where it has none), the transfer (``gpu_comm``), so that its
+    wait is the collective's and a job path follows the rank that arrived last.  Returns, per
+    host row, the time of the collective point it resumed after (-1 none), for the caller's
+    idle gap to weigh only the time after it."""
     idx, host, hrows = bd.idx, bd.host, bd.hrows
     start_node, end_node, edges = bd.start_node, bd.end_node, bd.edges
     resume_after = np.full(idx.n, -1, dtype=np.int64)
@@ -412,8 +455,66 @@ def host_collectives(bd: Build, links: dict[int, int]) -> np.ndarray:
         k = a + int(np.searchsorted(hst[a:b], end[ranges[i]], side="left"))
         if k < b:
             nxt[i] = hs[k]
-    ok = nxt >= 0
+    ok = (nxt >= 0) & ~_busy_at(idx, hrows, calls, end[ranges], nxt)
     r_ok, n_ok = ranges[ok], nxt[ok]
     np.maximum.at(resume_after, n_ok, end[r_ok])
     edges.add(end_node[r_ok], start_node[n_ok], start[n_ok] - end[r_ok], (CPU, n_ok, RESUME))
+    _early_resumes(bd, (ranges, calls), (hs, lo, hi), mids or {}, resume_after)
     return resume_after
+
+
+def _early_resumes(
+    bd: Build,
+    pairs: tuple[np.ndarray, np.ndarray],
+    by_thread: tuple[np.ndarray, np.ndarray, np.ndarray],
+    mids: dict[int, tuple[int, int]],
+    resume_after: np.ndarray,
+) -> None:
+    """The callers that sat idle while their collective was in flight and resumed before its
+    range's recorded end: an edge from its mid (or start) to the resumed start, the gap before
+    that start weighing nothing (see :func:`host_collectives`).  The resumed start is the first
+    on the caller's thread in the second half of the time from the mid to the range's end
+    whose idle gap before it is at least half the time since the mid
+    (:data:`EARLY_RESUME_SCAN` starts looked at).  ``by_thread``: the host rows
+    sorted by thread and start, and each call's slice of them."""
+    idx, start_node, hrows = bd.idx, bd.start_node, bd.hrows
+    start, end, thread = idx.start, idx.end, idx.thread
+    ranges, calls = pairs
+    hs, lo, hi = by_thread
+    hst = start[hs]
+    by_end = hrows[np.lexsort((end[hrows], thread[hrows]))]
+    th_e, ends = thread[by_end], end[by_end]
+    src: list[int] = []
+    dst: list[int] = []
+    t_src: list[int] = []
+    for i in range(len(ranges)):
+        r = int(ranges[i])
+        node, t0 = mids.get(r, (int(start_node[r]), int(start[r])))
+        if node < 0:
+            continue
+        a, b = int(lo[i]), int(hi[i])
+        tcode = thread[calls[i]]
+        e_lo = int(np.searchsorted(th_e, tcode, side="left"))
+        e_hi = int(np.searchsorted(th_e, tcode, side="right"))
+        first = a + int(np.searchsorted(hst[a:b], t0, side="left"))
+        for k in range(first, min(b, first + EARLY_RESUME_SCAN)):
+            t = int(hst[k])
+            if t >= end[r]:
+                break  # the ordinary resume edge's
+            # the thread's idle gap before this start: from the last end before it
+            m = e_lo + int(np.searchsorted(ends[e_lo:e_hi], t, side="right")) - 1
+            g0 = int(ends[m]) if m >= e_lo else t0
+            late = t >= t0 + (int(end[r]) - t0) / 2  # in the second half of the wait
+            if late and t - g0 >= (t - t0) / 2:
+                src.append(node)
+                dst.append(int(hs[k]))
+                t_src.append(t0)
+                break
+    if not src:
+        return
+    d = np.asarray(dst, dtype=np.int64)
+    t_arr = np.asarray(t_src, dtype=np.int64)
+    np.maximum.at(resume_after, d, start[d])  # the wait is the collective's: the gap weighs 0
+    bd.edges.add(
+        np.asarray(src, dtype=np.int64), start_node[d], start[d] - t_arr, (COMM, d, RESUME)
+    )

@@ -20,6 +20,9 @@ RULE_MODULES: tuple[str, ...] = (
     "dtype",
     "profile_quality",
     "comm_exposed",
+    "graph_host_gaps",
+    "graph_input_copies",
+    "graph_recapture",
 )
 
 

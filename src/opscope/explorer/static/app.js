@@ -161,7 +161,10 @@ function renderSummary(r) {
   const span = (w.end_ns !== undefined && w.start_ns !== undefined) ? (s.wall_us ?? null) : null;
   cards.append(card("Window", el("div", { class: "big", text: fmtUs(span) }),
     kv([["steps", (w.steps || []).length ? `${w.steps[0]} … ${w.steps[w.steps.length - 1]} (${w.steps.length})` : "—"],
-        ["events", String(so.events ?? "—")], ["ranks", (so.ranks || []).join(", ") || "—"]])));
+        ["events", String(so.events ?? "—")], ["ranks", (so.ranks || []).join(", ") || "—"],
+        ...(so.graph_capture ? [["graph capture", `${so.graph_capture.matched_kernels} of ` +
+          `${so.graph_capture.matched_kernels + so.graph_capture.unmatched_kernels} replayed ` +
+          `executions attributed (${so.graph_capture.method})`]] : [])])));
   cards.append(card("Device time", el("div", { class: "big", text: fmtUs(s.device_busy_us) }),
     kv([["idle", fmtUs(s.device_idle_us)], ["span", fmtUs(s.device_span_us)], ["CPU busy", fmtUs(s.cpu_busy_us)]])));
   // breakdown

@@ -15,7 +15,9 @@ The order settles the paths two formats could claim:
    :mod:`.neuron_capture` (a raw Neuron capture): before Kineto, since a Neuron capture holds a
    Kineto ``trace.json``.  A folder holding several Neuron pieces is read as one profile by
    the Neuron loader, whichever of the three claims it.
-2. :mod:`.execution_trace` (a PyTorch execution trace, refused): before Kineto, both are JSON.
+2. :mod:`.execution_trace` (a PyTorch execution trace, refused) and :mod:`.capture_details`
+   (TraceLens's ``execution_details.json`` beside graph capture traces, refused): before
+   Kineto, which would read any JSON array as a list of events.
 3. :mod:`.aiu_json` (an IBM AIU trace: a bare array of begin/end events with ``attr``, no
    ``args``): before Kineto, which would read it without its ``attr``, categories or cards.
 4. :mod:`.kineto_json` (Kineto / Chrome trace JSON of every era, a run folder, a folder of
@@ -35,6 +37,7 @@ from typing import Protocol
 
 from opscope.trace.formats import (
     aiu_json,
+    capture_details,
     event_store,
     execution_trace,
     kineto_json,
@@ -74,6 +77,7 @@ FORMATS: tuple[Format, ...] = (
     Format(neuron_json.NAME, neuron_json.sniff, neuron_json.load),
     Format(neuron_capture.NAME, neuron_capture.sniff, neuron_capture.load),
     Format(execution_trace.NAME, execution_trace.sniff, execution_trace.load),
+    Format(capture_details.NAME, capture_details.sniff, capture_details.load),
     Format(aiu_json.NAME, aiu_json.sniff, aiu_json.load),
     Format(kineto_json.NAME, kineto_json.sniff, kineto_json.load),
 )

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from opscope.errors import TraceError
 from opscope.trace import cache as _cache
+from opscope.trace.formats.capture_details import FILE_NAME as CAPTURE_DETAILS
 from opscope.trace.kineto import file as kineto_file
 from opscope.trace.mempool import ingest_memory_pool
 from opscope.trace.model import Trace
@@ -42,14 +43,16 @@ from opscope.trace.parts import (
 NAME = "kineto"
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
-_NOT_TRACES = ("run.json", "report.json")
+# run records, reports and TraceLens's capture details (opscope.trace.formats.capture_details)
+_NOT_TRACES = ("run.json", "report.json", CAPTURE_DETAILS)
 # parallel ingestion pays a process start (about a second of imports) per worker: only worth
 # it when there is enough to parse
 _PARALLEL_MIN_BYTES = 16 << 20
 
 
 def is_trace_name(name: str) -> bool:
-    """A file name a trace may have (``.json``, ``.json.gz``; not ``run.json``/``report.json``)."""
+    """A file name a trace may have (``.json``, ``.json.gz``; not ``run.json``, ``report.json``
+    or ``execution_details.json``)."""
     return name.endswith((".json", ".json.gz")) and name not in _NOT_TRACES
 
 
