@@ -67,18 +67,26 @@ CPU_PEAKS: dict[str, Any] = {
 }
 
 
+def trace_files() -> list[str]:
+    """Every shared trace file, as a path relative to ``../shared/traces`` (none where absent)."""
+    traces = SHARED / "traces"
+    if not traces.is_dir():
+        return []
+    return sorted(
+        str(p.relative_to(traces))
+        for p in traces.rglob("*")
+        if p.is_file() and p.name.endswith((".json", ".json.gz"))
+    )
+
+
 def cases() -> list[str]:
     """Every shared trace file and each Neuron fixture (one capture folder), as paths relative
     to ``../shared``.  Folders of several traces are left out on purpose: their report changes
     by design when a folder becomes a job of per-rank reports."""
     if not SHARED.is_dir():
         return []
-    out: list[str] = []
-    traces = SHARED / "traces"
-    files = sorted(
-        p for p in traces.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))
-    )
-    out += [str(p.relative_to(SHARED)) for p in files]
+    files = [SHARED / "traces" / rel for rel in trace_files()]
+    out = [str(p.relative_to(SHARED)) for p in files]
     out += [str(p.relative_to(SHARED)) + CAPTURED for p in files if _capture_beside(p)]
     fixtures = SHARED / "neuron_fixtures"
     if fixtures.is_dir():

@@ -251,24 +251,40 @@ def test_a_burst_of_malformed_calls_leaves_the_server_answering(hostile: Path) -
 def test_handles_default_close_and_compare(tmp_path: Path) -> None:
     a = write_hostile(tmp_path, "a.json", steps=2)
     b = write_hostile(tmp_path, "b.json", steps=4)
+    c = write_hostile(tmp_path, "c.json", steps=3)
 
     async def body(call: Call, schemas: dict[str, Any]) -> None:
+        assert not (await call("open_trace", {"path": str(c)})).is_error  # t1, the default
         r = await call("compare", {"a": str(a), "b": str(b)})  # paths are opened
         assert not r.is_error, r.content[0].text
         assert r.structured_content["schema"] == "opscope.diff/1"
+        assert r.structured_content["traces"] == {"a": "t2", "b": "t3"}
         r = await call("list_traces", {})
-        assert [t["handle"] for t in r.structured_content["traces"]] == ["t1", "t2"]
-        assert r.structured_content["default"] == "t2"
-        r = await call("compare", {"a": "t2", "b": "t1"})  # handles too
+        assert [t["handle"] for t in r.structured_content["traces"]] == ["t1", "t2", "t3"]
+        assert r.structured_content["default"] == "t1"  # compare left the default alone
+        r = await call("compare", {"a": "t3", "b": "t2"})  # handles too
         assert not r.is_error
-        r1 = await call("summary", {"trace": "t1"})
-        assert (
-            r1.structured_content["events"]
-            < (await call("summary", {})).structured_content["events"]
-        )
-        assert not (await call("close_trace", {})).is_error  # closes t2, the default
+        r2 = await call("summary", {"trace": "t2"})
+        r3 = await call("summary", {"trace": "t3"})
+        assert r2.structured_content["events"] < r3.structured_content["events"]
+        assert (await call("summary", {})).structured_content["trace"] == "t1"
+        r = await call("compare", {"a": "t2", "b": "t3", "offset": 5})
+        assert r.is_error and "table" in r.content[0].text
+        assert not (await call("close_trace", {})).is_error  # closes t1, the default
         r = await call("summary", {})
-        assert r.structured_content["trace"] == "t1"
+        assert r.structured_content["trace"] == "t3"
+
+    session(body)
+
+
+def test_compare_opens_without_changing_a_missing_default(tmp_path: Path) -> None:
+    a = write_hostile(tmp_path, "a.json", steps=2)
+    b = write_hostile(tmp_path, "b.json", steps=4)
+
+    async def body(call: Call, schemas: dict[str, Any]) -> None:
+        assert not (await call("compare", {"a": str(a), "b": str(b)})).is_error
+        # none was open: the first opened is the default, as open_trace would have made it
+        assert (await call("list_traces", {})).structured_content["default"] == "t1"
 
     session(body)
 

@@ -44,12 +44,12 @@ class Wire:
         self.proc.stdin.write(text + "\n")
         self.proc.stdin.flush()
 
-    def reply(self, request_id: int, timeout: float = 60.0) -> dict[str, Any]:
+    def reply(self, request_id: int | None, timeout: float = 60.0) -> dict[str, Any]:
         """The response to ``request_id`` (notifications and other replies skipped)."""
         while True:
             line = self.lines.get(timeout=timeout)
             message = json.loads(line)  # every line on stdout is JSON-RPC
-            if message.get("id") == request_id:
+            if message.get("id") == request_id and ("result" in message or "error" in message):
                 return dict(message)
 
     def close(self) -> tuple[int, str]:
@@ -94,7 +94,10 @@ def test_raw_json_rpc_session(tmp_path: Path) -> None:
         wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
         wire.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        tools = {t["name"]: t for t in wire.reply(2)["result"]["tools"]}
+        listed = wire.reply(2)
+        # the whole tool list, as sent, stays under 40 KB (about 10k tokens)
+        assert len(json.dumps(listed, separators=(",", ":")).encode()) < 40_000
+        tools = {t["name"]: t for t in listed["result"]["tools"]}
         assert {"open_trace", "summary", "ops", "findings", "sql", "compare"} <= set(tools)
         assert tools["ops"]["inputSchema"]["additionalProperties"] is False
         assert "outputSchema" in tools["ops"]
@@ -103,10 +106,13 @@ def test_raw_json_rpc_session(tmp_path: Path) -> None:
         assert opened["isError"] is False
         assert opened["structuredContent"]["trace"] == "t1"
 
-        # garbage, a wrong shape, an unknown method: the server answers or skips each (the
-        # SDK drops a message it cannot parse) and goes on
+        # garbage, a wrong shape, an unknown method: the server answers each as JSON-RPC says
+        # and goes on
         wire.send("this is not json")
+        parse = wire.reply(None)
+        assert parse["error"]["code"] == -32700 and "this is" not in json.dumps(parse)
         wire.send('{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": 7}')
+        assert wire.reply(4)["error"]["code"] == -32600
         wire.send('{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": 5}}')
         wire.send({"jsonrpc": "2.0", "id": 5, "method": "no/such"})
         assert wire.reply(5)["error"]["code"] == -32601

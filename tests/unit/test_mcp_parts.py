@@ -82,6 +82,22 @@ def test_fit_page_keeps_what_fits_and_points_at_the_rest() -> None:
     assert budget.size({**page, "rows": _page(kept + 1)["rows"]}) > 20_000
 
 
+def test_fit_result_cuts_a_page_by_rows_never_by_halving() -> None:
+    # the server's last check: a page it must cut keeps next_offset = offset + rows kept
+    # (halving its rows as any other list would leave next_offset pointing past them)
+    out = budget.fit_result({"trace": "t1", **_page(2000)}, max_bytes=20_000)
+    assert out["next_offset"] == 10 + len(out["rows"]) and "trimmed" not in out
+    assert budget.size(out) <= 20_000
+
+
+def test_cutting_twice_counts_what_the_first_cut_left_out() -> None:
+    once = budget.clip_strings("a" * 200_000, limit=1000)
+    assert once.endswith("...[+199000 chars]")
+    assert budget.clip_strings(once, limit=1000) == once  # idempotent
+    assert untrusted.clean(once, 100) == "a" * 100 + "...[+199900 chars]"
+    assert untrusted.cut("b" * 50 + "...[+7 chars]", 60) == "b" * 50 + "...[+7 chars]"
+
+
 def test_fit_page_leaves_a_small_page_alone() -> None:
     page = _page(3)
     assert budget.fit_page(page) == page
@@ -177,7 +193,7 @@ def test_the_checks_agree_with_jsonschema(tool: str, args: dict[str, Any]) -> No
     """What the server refuses is exactly what the published schema refuses (a null for an
     optional argument counts as leaving it out)."""
     spec = REG.get(tool)
-    required = set(spec.input_schema["required"])
+    required = set(spec.input_schema.get("required", []))
     known = set(spec.input_schema["properties"])
     published = {k: v for k, v in args.items() if v is not None or k in required or k not in known}
     valid = jsonschema.Draft202012Validator(spec.input_schema).is_valid(published)

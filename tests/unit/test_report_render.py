@@ -89,7 +89,12 @@ def test_html_escapes_trace_strings(data: dict[str, object]) -> None:
 def test_json_markdown_text_render(data: dict[str, object]) -> None:
     assert orjson.loads(json_render.render(data))["schema"] == REPORT_SCHEMA
     md = markdown.render(data)
-    assert "| op | calls |" in md and "aten::mul" in md
+    assert "| op | calls | device calls |" in md and "share of device time |" in md
+    assert "aten::mul" in md
+    ops = data["ops"]
+    assert isinstance(ops, list)
+    row = next(r for r in ops if r["name"] == "aten::mul")
+    assert f"| {row['calls']} | {row['device_calls']} |" in md
     txt = text.render(data, width=100)
-    assert "aten::mul" in txt
+    assert "aten::mul" in txt and "calls as torch counts them; share of all" in txt
     assert max(len(line) for line in txt.splitlines()) <= 100

@@ -91,6 +91,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "device time halved) or 'launch_overhead=0'; several separated by commas",
     )
     p.add_argument(
+        "--finding",
+        metavar="ID",
+        help="print one finding in full (text or json): its evidence, details and next step, "
+        "e.g. F1 (the brief names them)",
+    )
+    p.add_argument(
         "--cluster",
         nargs="?",
         const="",
@@ -167,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from opscope.cli.prepare import prepare
     from opscope.errors import OpscopeError
     from opscope.service import Workspace
+    from opscope.service.workspace import StepsError
 
     steps = parse_steps(args.steps)
     apply_max_inflate(args.max_inflate)
@@ -183,14 +190,17 @@ def run(args: argparse.Namespace) -> int:
         raise OpscopeError("--store needs --cluster (the workers write the event tables)")
     prepare(args.path, command="report")
     workspace = Workspace()
-    opened = workspace.open(
-        args.path,
-        steps=steps,
-        cache=not args.no_cache,
-        peaks=args.peaks,
-        rank=args.rank,
-        graph_capture=capture,
-    )
+    try:
+        opened = workspace.open(
+            args.path,
+            steps=steps,
+            cache=not args.no_cache,
+            peaks=args.peaks,
+            rank=args.rank,
+            graph_capture=capture,
+        )
+    except StepsError as exc:  # the service names the argument; here it is a flag
+        raise OpscopeError(f"--{exc}") from None
     return _emit(args, opened.report, opened.data, workspace)
 
 
@@ -258,6 +268,19 @@ def _emit(
 ) -> int:
     """Write the report in the format asked for."""
     warn_unreadable(data, "report")
+    if args.finding is not None:
+        return _emit_finding(args, data)
+    from opscope.service.brief import brief as make_brief
+    from opscope.service.brief import report_args
+
+    where = report_args(
+        str(args.path),
+        steps=parse_steps(args.steps),
+        rank=args.rank,
+        peaks=args.peaks,
+        graph_capture=graph_capture_arg(args),
+    )
+    brief = make_brief(data, trace=where)
     answer = None
     if args.what_if is not None and workspace is not None:
         answer = workspace.what_if(args.what_if)
@@ -270,7 +293,7 @@ def _emit(
         console = Console()
         if not console.is_terminal:
             console = Console(width=100)
-        render_to(console, data, args.top, critical_path=args.critical_path)
+        render_to(console, data, args.top, critical_path=args.critical_path, brief=brief)
         if answer is not None:
             from rich.markup import escape
 
@@ -291,7 +314,7 @@ def _emit(
     elif args.format == "md":
         from opscope.render import markdown
 
-        text = markdown.render(data, top=args.top)
+        text = markdown.render(data, top=args.top, brief=brief)
     elif args.format == "html":
         from opscope.explorer import static_html
 
@@ -299,7 +322,9 @@ def _emit(
     else:
         from opscope.render import text as text_renderer
 
-        text = text_renderer.render(data, top=args.top, critical_path=args.critical_path)
+        text = text_renderer.render(
+            data, top=args.top, critical_path=args.critical_path, brief=brief
+        )
         if answer is not None:
             from opscope.render.text_critical import what_if_lines
 
@@ -311,4 +336,30 @@ def _emit(
     from opscope.cli.output import write_output
 
     write_output(text, args.output)
+    return 0
+
+
+def _emit_finding(args: argparse.Namespace, data: dict[str, Any]) -> int:
+    """``--finding ID``: one finding in full, as text or JSON."""
+    from opscope.cli.output import write_output
+    from opscope.errors import UsageError
+
+    if args.format not in ("text", "json"):
+        raise UsageError(f"--finding prints text or json, not {args.format}")
+    findings = data.get("findings") or []
+    found = next((f for f in findings if f.get("id") == args.finding), None)
+    if found is None:
+        ids = ", ".join(str(f.get("id")) for f in findings[:30]) or "none"
+        raise UsageError(f"--finding {args.finding}: no such finding (this report has: {ids})")
+    if args.format == "json":
+        import orjson
+
+        from opscope.analysis.critical.path import json_default
+
+        text = orjson.dumps(found, default=json_default, option=orjson.OPT_INDENT_2).decode()
+    else:
+        from opscope.render.text import finding_lines
+
+        text = "\n".join(finding_lines(found))
+    write_output(text + "\n", args.output)
     return 0

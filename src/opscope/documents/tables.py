@@ -8,7 +8,10 @@ from opscope.documents._typing import NotRequired, TypedDict
 class _OpTimes(TypedDict):
     name: str
     calls: int
+    """Times the op was called in the window (torch.profiler's ``count``); the device work
+    those calls launched is ``device_calls``."""
     cpu_self_us: float
+    """CPU time without the op's children."""
     cpu_total_us: float
     """CPU time with the op's children."""
     device_self_us: float
@@ -19,9 +22,11 @@ class _OpTimes(TypedDict):
     device_share: float
     """``device_self_us`` over all device time in the window, 0..1."""
     device_calls: int
-    """Device executions the op launched directly."""
+    """Device executions (kernels, copies, sets) the op launched directly: TraceLens's
+    ``Count``; more than ``calls`` where one call launches several, fewer where some calls
+    launched none."""
     launching_calls: int
-    """Calls that launched device work directly."""
+    """Calls that launched device work directly (at most ``calls``)."""
 
 
 class OpModule(TypedDict):

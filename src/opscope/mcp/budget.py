@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from opscope.mcp.untrusted import cut
+
 MAX_STRUCTURED_BYTES = 40_000
 MAX_TEXT_CHARS = 6_000
 MAX_STRING = 1_000
@@ -40,7 +42,7 @@ def plain(obj: Any) -> Any:
 def clip_strings(obj: Any, limit: int = MAX_STRING) -> Any:
     """``obj`` with every string (keys too) longer than ``limit`` cut."""
     if isinstance(obj, str):
-        return obj if len(obj) <= limit else f"{obj[:limit]}...[+{len(obj) - limit} chars]"
+        return cut(obj, limit)
     if isinstance(obj, dict):
         return {clip_strings(k, limit): clip_strings(v, limit) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -48,9 +50,17 @@ def clip_strings(obj: Any, limit: int = MAX_STRING) -> Any:
     return obj
 
 
+def is_page(result: Any) -> bool:
+    """Whether ``result`` is a page: ``rows`` with the ``offset`` they start at."""
+    return isinstance(result, dict) and isinstance(result.get("rows"), list) and "offset" in result
+
+
 def fit_page(page: dict[str, Any], max_bytes: int = MAX_STRUCTURED_BYTES) -> dict[str, Any]:
     """A page (``rows``, ``offset``, ``next_offset``, ``truncated``; see
-    :mod:`opscope.service.queries`) with as many of its rows as fit in ``max_bytes``."""
+    :mod:`opscope.service.queries`), with every key the result will carry, keeping as many of
+    its rows as fit in ``max_bytes``.  Its ``next_offset`` is always ``offset`` plus the rows
+    it keeps (``None`` on the last page), so walking the pages by ``next_offset`` returns
+    every row once, whatever the cap cut."""
     page = clip_strings(plain(page))
     if size(page) <= max_bytes:
         return page
@@ -63,9 +73,10 @@ def fit_page(page: dict[str, Any], max_bytes: int = MAX_STRUCTURED_BYTES) -> dic
         else:
             hi = mid
     keep = max(lo, 1)  # one row always goes (cut strings bound its size)
-    kept = rows[:keep]
+    if keep >= len(rows):
+        return page
     nxt = int(page.get("offset") or 0) + keep
-    return {**page, "rows": kept, "next_offset": nxt, "truncated": True}
+    return {**page, "rows": rows[:keep], "next_offset": nxt, "truncated": True}
 
 
 def _lists(obj: Any, path: str, out: list[tuple[int, str, list[Any]]]) -> None:
@@ -102,6 +113,12 @@ def fit(result: dict[str, Any], max_bytes: int = MAX_STRUCTURED_BYTES) -> dict[s
         out["truncated"] = True
         out["trimmed"] = trimmed
     return out
+
+
+def fit_result(result: dict[str, Any], max_bytes: int = MAX_STRUCTURED_BYTES) -> dict[str, Any]:
+    """``result`` under ``max_bytes``: a page by :func:`fit_page` (fewer rows, its
+    ``next_offset`` where they stop), anything else by :func:`fit`."""
+    return fit_page(result, max_bytes) if is_page(result) else fit(result, max_bytes)
 
 
 def fit_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:

@@ -51,7 +51,14 @@ class Session:
     progress: Callable[[float, float, str], None] = _no_progress
 
 
-Handler = Callable[[Session, dict[str, Any]], Answer]
+class Arguments(dict[str, Any]):
+    """A call's arguments, checked, with defaults filled in; ``given``: the names the call
+    passed (so a hint can repeat the call as it was made)."""
+
+    given: tuple[str, ...] = ()
+
+
+Handler = Callable[[Session, Arguments], Answer]
 
 
 @dataclass(frozen=True)
@@ -153,7 +160,7 @@ def _check(value: Any, schema: JsonSchema, where: str) -> None:
                 _check(v, items, f"{where}[{i}]")
 
 
-def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Arguments:
     """The call's arguments checked against ``spec``'s input schema, defaults filled in;
     :class:`ToolError` naming the argument and what it takes otherwise."""
     schema = spec.input_schema
@@ -166,7 +173,7 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict
     missing = [k for k in schema.get("required", []) if k not in given]
     if missing:
         raise ToolError(f"{spec.name}: missing required argument {missing[0]!r}")
-    out: dict[str, Any] = {}
+    out = Arguments()
     for name, sub in props.items():
         if name in schema.get("required", []) and given.get(name) is None:
             raise ToolError(f"{spec.name}: {name!r} must not be null")
@@ -178,6 +185,7 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict
             out[name] = value
         else:
             out[name] = sub.get("default")
+    out.given = tuple(k for k in props if given.get(k) is not None)
     return out
 
 

@@ -7,15 +7,17 @@ from typing import Any
 from opscope.mcp import schemas as s
 from opscope.mcp.budget import fit, fit_page
 from opscope.mcp.registry import Answer, Session, ToolSpec
-from opscope.mcp.textfmt import footer, name_col, us
+from opscope.mcp.textfmt import call, footer, name_col, us
 from opscope.mcp.untrusted import NOTICE, block, quote
+from opscope.render.brief import saving
 from opscope.service.queries import SEVERITIES
 
 
 def _findings(session: Session, a: dict[str, Any]) -> Answer:
     ws = session.workspace
     page = fit_page(
-        ws.findings(
+        {"trace": ws.get(a["trace"]).handle}
+        | ws.findings(
             a["trace"],
             min_severity=a["min_severity"],
             kind=a["kind"],
@@ -24,25 +26,28 @@ def _findings(session: Session, a: dict[str, Any]) -> Answer:
             offset=a["offset"],
         )
     )
-    lines = ["Findings, ranked by what fixing each would save (finding(id) for detail).", NOTICE]
+    rows = page["rows"]
+    more = f"; {call('finding', id=rows[0]['id'])} gives one in full" if rows else ""
+    lines = [
+        f"Findings, ranked by what each saves on the critical path, then time at stake{more}.",
+        NOTICE,
+    ]
     for f in page["rows"]:
-        saves = f.get("step_savings_us")
-        tail = f", saves {us(saves)} a step on the critical path" if saves else ""
         where = f" rank {f['rank']}" if f.get("rank") is not None else ""
         lines.append(
-            f"- **{f.get('id')}** {f.get('severity')} {f.get('kind')}{where}: "
-            f"{us(f.get('time_at_stake_us'))} at stake{tail}. {quote(f.get('title'), 200)}"
+            f"- **{f.get('id')}** {f.get('severity')} {f.get('kind')}{where}: {saving(f)}. "
+            f"{quote(f.get('title'), 200)}"
         )
-    lines.append(footer(page, "findings", "findings"))
-    return Answer("\n".join(lines), {"trace": ws.get(a["trace"]).handle, **page})
+    lines.append(footer(page, "findings", "findings", a))
+    return Answer("\n".join(lines), page)
 
 
 def _finding(session: Session, a: dict[str, Any]) -> Answer:
     ws = session.workspace
     found = fit(ws.finding(a["id"], a["trace"], events=a["events"]))
     lines = [
-        f"**{found.get('id')}** {found.get('severity')} {found.get('kind')}: "
-        f"{us(found.get('time_at_stake_us'))} at stake. {quote(found.get('title'), 300)}",
+        f"**{found.get('id')}** {found.get('severity')} {found.get('kind')}: {saving(found)}. "
+        f"{quote(found.get('title'), 300)}",
         NOTICE,
         "",
         f"Next step: {quote(found.get('recommendation'), 600)}",
@@ -75,7 +80,7 @@ TOOLS = [
         description=(
             "The automated bottleneck findings, ranked by the time fixing each would save "
             "(critical-path savings first, then time at stake): id, kind, severity, title, "
-            "time at stake. Filter by min_severity or kind; finding(id) gives one in full."
+            "time at stake. Filter by min_severity or kind; the finding tool gives one in full."
         ),
         input_schema=s.args(
             {
@@ -145,7 +150,7 @@ TOOLS = [
         output=lambda: s.result(
             {"evidence_events": {"type": "array", "items": {"type": "object"}}},
             ["id", "kind", "severity", "title", "evidence_events"],
-            base=s.doc("Finding"),
+            base=s.shallow("Finding"),
         ),
         handler=_finding,
     ),

@@ -8,7 +8,7 @@ from typing import Any
 from opscope.mcp import schemas as s
 from opscope.mcp.budget import fit
 from opscope.mcp.registry import Answer, Session, ToolError, ToolSpec
-from opscope.mcp.textfmt import name_col, pct, us
+from opscope.mcp.textfmt import call, name_col, pct, us
 from opscope.mcp.untrusted import NOTICE, block
 
 
@@ -16,15 +16,20 @@ def _gbps(value: Any) -> str:
     return "-" if value is None else f"{float(value):.2f}"
 
 
+def _ranked(bound: dict[str, Any]) -> list[tuple[str, float]]:
+    return sorted(((k, float(v)) for k, v in bound.items() if v), key=lambda kv: -kv[1])
+
+
 def _bound(bound: dict[str, Any]) -> str:
-    items = sorted(((k, float(v)) for k, v in bound.items() if v), key=lambda kv: -kv[1])
-    return ", ".join(f"{k} {us(v)}" for k, v in items) or "nothing"
+    return ", ".join(f"{k} {us(v)}" for k, v in _ranked(bound)) or "nothing"
 
 
 def _critical_path(session: Session, a: dict[str, Any]) -> Answer:
     ws = session.workspace
     cp = ws.critical_path(a["trace"], limit=a["limit"])
     cp.pop("origin_ns", None)
+    for seg in cp.get("segments") or []:  # t is ns from the trace's start; events takes us
+        seg["t_us"] = seg["t"] / 1e3
     out = fit({"trace": ws.get(a["trace"]).handle, "critical_path": cp})
     c = out["critical_path"]
     lines = [
@@ -47,7 +52,12 @@ def _critical_path(session: Session, a: dict[str, Any]) -> Answer:
             f"The {len(segs)} longest of {c.get('segments_total')} segments are in the "
             "structured content (event_id works with chain and event)."
         )
-    lines.append('Try what_if(change="NAME=FACTOR") to project a change.')
+    label = next(iter(_ranked(c.get("bound_by_us") or {})), ("gpu_compute", 0.0))[0]
+    example = call("what_if", changes=[f"{label}=0.5"])
+    lines.append(
+        "Project a change with what_if: its changes are NAME=FACTOR items (NAME an op, kernel "
+        f"or label; FACTOR >= 0 scales its time), e.g. {example}."
+    )
     return Answer("\n".join(lines), out)
 
 
@@ -148,7 +158,7 @@ TOOLS = [
             "time on, and its longest segments with event ids."
         ),
         input_schema=s.args({"trace": s.TRACE, "limit": s.limit(20, 200, "segments")}),
-        output=lambda: s.result({"critical_path": s.doc("CriticalPath")}, ["critical_path"]),
+        output=lambda: s.result({"critical_path": s.shallow("CriticalPath")}, ["critical_path"]),
         handler=_critical_path,
     ),
     ToolSpec(
@@ -184,7 +194,7 @@ TOOLS = [
             "bandwidth; collective instances matched across ranks; stragglers."
         ),
         input_schema=s.args({"trace": s.TRACE}),
-        output=lambda: s.result({"distributed": s.doc("Distributed")}, ["distributed"]),
+        output=lambda: s.result({"distributed": s.shallow("Distributed")}, ["distributed"]),
         handler=_distributed,
     ),
     ToolSpec(

@@ -21,6 +21,7 @@ def _lanes(session: Session, a: dict[str, Any]) -> Answer:
             lanes["lanes"],
             a["limit"],
             a["offset"],
+            trace=opened.handle,
             span_ns=lanes["span_ns"],
             ranks=lanes["ranks"],
         )
@@ -34,9 +35,9 @@ def _lanes(session: Session, a: dict[str, Any]) -> Answer:
             f"{name_col(r['title'], 80)}"
             for r in page["rows"]
         ),
-        footer(page, "lanes", "lanes"),
+        footer(page, "lanes", "lanes", a),
     ]
-    return Answer("\n".join(lines), {"trace": opened.handle, **page})
+    return Answer("\n".join(lines), page)
 
 
 def _events(session: Session, a: dict[str, Any]) -> Answer:
@@ -52,7 +53,7 @@ def _events(session: Session, a: dict[str, Any]) -> Answer:
         limit=a["limit"],
         offset=a["offset"],
     )
-    page = fit_page(ws.events(a["trace"], request=req))
+    page = fit_page({"trace": ws.get(a["trace"]).handle, **ws.events(a["trace"], request=req)})
     lines = [
         f"Events overlapping [{us(page['t0_ns'] / 1e3)}, {us(page['t1_ns'] / 1e3)}) from the "
         f"trace's start (its length: {us(page['span_ns'] / 1e3)}), in start order.",
@@ -66,8 +67,8 @@ def _events(session: Session, a: dict[str, Any]) -> Answer:
                 for r in page["rows"]
             )
         )
-    lines.append(footer(page, "events", "events"))
-    return Answer("\n".join(lines), {"trace": ws.get(a["trace"]).handle, **page})
+    lines.append(footer(page, "events", "events", a))
+    return Answer("\n".join(lines), page)
 
 
 def _event(session: Session, a: dict[str, Any]) -> Answer:
@@ -78,11 +79,12 @@ def _event(session: Session, a: dict[str, Any]) -> Answer:
             f"no event {a['event_id']} in this trace (ids come from events, ops' "
             "chains, findings' evidence)"
         )
-    rec = fit(rec)
+    # t and dur_ns are ns (as the explorer has them); t_us and dur_us are what events takes
+    rec = fit({**rec, "t_us": rec["t"] / 1e3, "dur_us": rec["dur_ns"] / 1e3})
     text = (
         f"Event **{rec['id']}** {rec['kind']} on lane {rec['lane_id']} ({quote(rec['lane'], 60)}"
-        f", rank {rec['rank']}): {quote(rec['name'])}, t={us(rec['t'] / 1e3)}, "
-        f"dur {us(rec['dur_ns'] / 1e3)}; parent {rec.get('parent_id')}, op {rec.get('op_id')}, "
+        f", rank {rec['rank']}): {quote(rec['name'])}, t={us(rec['t_us'])} from the trace's "
+        f"start, dur {us(rec['dur_us'])}; parent {rec.get('parent_id')}, op {rec.get('op_id')}, "
         f"launch {rec.get('launch_id')}. Its args are in the structured content.\n{NOTICE}"
     )
     return Answer(text, {"trace": ws.get(a["trace"]).handle, "event": rec})
@@ -233,7 +235,7 @@ TOOLS = [
                 **_TRACE_ONLY,
             }
         ),
-        output=lambda: s.result({"chain": s.doc("Chain")}, ["chain"]),
+        output=lambda: s.result({"chain": s.shallow("Chain")}, ["chain"]),
         handler=_chain,
     ),
 ]

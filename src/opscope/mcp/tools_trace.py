@@ -9,8 +9,9 @@ from typing import Any
 
 from opscope.mcp import schemas as s
 from opscope.mcp.registry import Answer, Session, ToolError, ToolSpec
-from opscope.mcp.textfmt import pct, us
+from opscope.mcp.textfmt import call, pct, us
 from opscope.mcp.untrusted import NOTICE, block, clean, quote
+from opscope.render.brief import saving
 
 _STEPS = re.compile(r"^(\d{1,9})(?::(\d{1,9}))?$")
 
@@ -48,20 +49,41 @@ def readable(session: Session, raw: str, missing: str) -> Path:
     return path
 
 
+# a file's bytes quoted in a reader's error (``starts with b'root:x:0:0'``): a caller may
+# name any file the server can read, so its answer never shows what the file holds
+_QUOTED_BYTES = re.compile(r"""\s*\(starts with b(['"]).*?(?<!\\)\1\)|\bb(['"]).*?(?<!\\)\2""")
+
+
+def unquoted(message: str) -> str:
+    """``message`` without the bytes of a file it quotes."""
+    return _QUOTED_BYTES.sub(lambda m: "" if m.group(1) else "(bytes not shown)", message)
+
+
+def open_trace(session: Session, path: Path, **kwargs: Any) -> Any:
+    """``session.workspace.open(path, **kwargs)``; a file it cannot read is a
+    :class:`ToolError` that says why without quoting the file."""
+    from opscope.errors import OpscopeError
+
+    try:
+        return session.workspace.open(path, **kwargs)
+    except OpscopeError as exc:
+        raise ToolError(unquoted(str(exc))) from None
+
+
 def _open(session: Session, a: dict[str, Any]) -> Answer:
     path = readable(session, a["path"], "no such file or folder")
     ws = session.workspace
     session.progress(0, 2, f"loading {path.name}")
-    opened = ws.open(path, steps=_steps(a["steps"]), rank=a["rank"])
+    opened = open_trace(session, path, steps=_steps(a["steps"]), rank=a["rank"])
     session.progress(1, 2, f"analysing {len(opened.trace)} events")
-    data = ws.brief(opened.handle)
+    data = ws.digest(opened.handle)
     session.progress(2, 2, "done")
     return Answer(_summary_text(data, opened=True), {"trace": opened.handle, **data})
 
 
 def _summary(session: Session, a: dict[str, Any]) -> Answer:
     ws = session.workspace
-    data = ws.brief(a["trace"])
+    data = ws.digest(a["trace"])
     return Answer(_summary_text(data), {"trace": data["handle"], **data})
 
 
@@ -90,10 +112,15 @@ def _summary_text(data: Mapping[str, Any], *, opened: bool = False) -> str:
         ]
         lines.append(block(rows))
     if b.get("top_findings"):
-        lines += ["", f"Top findings ({b['findings']} in all; finding(id) for detail):"]
+        first = call("finding", id=b["top_findings"][0].get("id"))
         lines += [
-            f"- {f.get('id')} {f.get('severity')} {f.get('kind')}: "
-            f"{us(f.get('time_at_stake_us'))} at stake, {quote(f.get('title'), 200)}"
+            "",
+            f"Top findings ({b['findings']} in all, ranked by what each saves on the critical "
+            f"path, then time at stake; {first} gives one in full):",
+        ]
+        lines += [
+            f"- {f.get('id')} {f.get('severity')} {f.get('kind')}: {saving(f)}. "
+            f"{quote(f.get('title'), 200)}"
             for f in b["top_findings"]
         ]
     cp = b.get("critical_path")
@@ -112,8 +139,52 @@ def _summary_text(data: Mapping[str, Any], *, opened: bool = False) -> str:
         ]
     share = summ.get("device_idle_us"), summ.get("device_span_us")
     if share[0] is not None and share[1]:
-        lines.append(f"Device idle share: {pct(float(share[0]) / float(share[1]))}.")
+        lines.append(f"Device idle: {pct(float(share[0]) / float(share[1]))} of the device span.")
+    handle = call("brief", trace=data["handle"])
+    lines.append(f"{handle} says what bounds the trace and what to fix first, in one answer.")
     return "\n".join(lines)
+
+
+def _brief(session: Session, a: dict[str, Any]) -> Answer:
+    from opscope.render.brief import lines
+
+    data = session.workspace.brief(a["trace"])
+    head = f"Brief of **{data['handle']}** {quote(data['path'], 120)}."
+    text = "\n".join([head, NOTICE, *lines(data, name=lambda x: quote(x, 100))])
+    return Answer(text, {"trace": data["handle"], **data})
+
+
+def _brief_output() -> s.JsonSchema:
+    obj = {"type": ["object", "null"]}
+    return s.result(
+        {
+            "handle": {"type": "string"},
+            "path": {"type": "string"},
+            "bound": {
+                **obj,
+                "description": "the critical path: length_us, wall_us, of_wall, labels "
+                "[{label, us, share (of the path)}], top pieces",
+            },
+            "device": {
+                "type": "object",
+                "description": "busy_us, idle_us, span_us, busy_share and idle_share (of the "
+                "device span), wall_us",
+            },
+            "roofline": {
+                **obj,
+                "description": "shares (compute, memory, overhead, unclassified: of the ops' "
+                "device self time), verdict, intensity and ridge (FLOP/B)",
+            },
+            "fixes": {
+                "type": "array",
+                "items": {"type": "object"},
+                "description": "the top findings: id, kind, title, step_savings_us, "
+                "time_at_stake_us, call (the next tool call), what_if, command",
+            },
+            "findings": {"type": "integer", "description": "findings in all"},
+        },
+        ["bound", "device", "roofline", "fixes"],
+    )
 
 
 def _list(session: Session, a: dict[str, Any]) -> Answer:
@@ -129,7 +200,7 @@ def _list(session: Session, a: dict[str, Any]) -> Answer:
         for h in handles
     ]
     if not handles:
-        lines.append("Call open_trace(path) first.")
+        lines.append("Open one with open_trace (its path: a trace file or folder).")
     return Answer("\n".join(lines), {"trace": default or "", "traces": handles, "default": default})
 
 
@@ -157,8 +228,8 @@ def _brief_schema() -> s.JsonSchema:
         "properties": {
             "device": {"type": "object"},
             "source": {"type": "object"},
-            "window": s.doc("Window"),
-            "summary": s.doc("Summary"),
+            "window": s.titled("Window"),
+            "summary": s.titled("Summary"),
             "steps": {"type": "integer", "description": "profiler steps in the window"},
             "top_ops_by": {"type": "string"},
             "top_ops": {"type": "array", "items": {"type": "object"}},
@@ -204,7 +275,13 @@ TOOLS = [
             },
             ["path"],
         ),
-        output=_brief_schema,
+        output=lambda: s.result(
+            {
+                **_DESCRIBED,
+                "brief": {"type": "object", "description": "the digest summary answers"},
+            },
+            ["handle", "path", "events", "brief"],
+        ),
         handler=_open,
         opens=True,
     ),
@@ -219,6 +296,20 @@ TOOLS = [
         input_schema=s.args({"trace": s.TRACE}),
         output=_brief_schema,
         handler=_summary,
+    ),
+    ToolSpec(
+        name="brief",
+        title="What bounds the trace, and what to fix first",
+        description=(
+            "What an expert says first, in one short answer: what bounds the step (the "
+            "critical path's labels with their shares of the path), device busy/idle (of the "
+            "device span), the roofline's verdict, and the top three fixes with what each "
+            "saves on the critical path and the exact next call for each. Call it after "
+            "open_trace."
+        ),
+        input_schema=s.args({"trace": s.TRACE}),
+        output=_brief_output,
+        handler=_brief,
     ),
     ToolSpec(
         name="list_traces",

@@ -36,13 +36,25 @@ def _escape(m: re.Match[str]) -> str:
     return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c, f"\\u{ord(c):04x}")
 
 
+# the mark a cut string ends with: how many characters of the original are not shown
+_CUT = re.compile(r"\.\.\.\[\+(\d+) chars\]\Z")
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with ``...[+N chars]``, N the characters of the
+    original left out: a string already cut (it ends with the mark) counts what its first
+    cut left out too, so cutting twice never understates what is missing."""
+    m = _CUT.search(text)
+    base, hidden = (text[: m.start()], int(m.group(1))) if m else (text, 0)
+    if len(base) <= limit:
+        return text
+    return f"{base[:limit]}...[+{len(base) - limit + hidden} chars]"
+
+
 def clean(text: object, limit: int = MAX_QUOTED) -> str:
     """``text`` on one line with hidden characters escaped and backticks neutralised, cut to
-    ``limit`` characters."""
-    s = _HIDDEN.sub(_escape, str(text)).replace("`", "'")
-    if len(s) > limit:
-        s = f"{s[:limit]}...[+{len(s) - limit} chars]"
-    return s
+    ``limit`` characters (:func:`cut`)."""
+    return cut(_HIDDEN.sub(_escape, str(text)).replace("`", "'"), limit)
 
 
 def quote(text: object, limit: int = MAX_QUOTED) -> str:

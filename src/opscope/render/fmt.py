@@ -22,6 +22,17 @@ def us(value: float | None) -> str:
     return f"{v:.2f} µs"
 
 
+def num(value: float | None, digits: int = 3) -> str:
+    """A figure for reading, to ``digits`` significant digits (62.4, 0.167, 1.31e+12); JSON
+    keeps the exact value."""
+    if value is None:
+        return "—"
+    v = float(value)
+    if v.is_integer() and abs(v) < 10**digits:
+        return str(int(v))
+    return f"{v:.{digits}g}"
+
+
 def pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from opscope.render.finding_groups import group_findings
@@ -75,13 +76,30 @@ def _critical_path(data: dict[str, Any], top: int) -> list[str]:
     return out
 
 
-def render(data: dict[str, Any], top: int = 30) -> str:
+def _brief(brief: Mapping[str, Any]) -> list[str]:
+    """The brief (:mod:`opscope.render.brief`) as the report's first section."""
+    from opscope.render.brief import lines
+
+    out = ["## In brief", ""]
+    for line in lines(brief, name=lambda s: f"`{_cell(truncate(s, 120))}`", calls=False):
+        out.append(_cell(line) if not line.startswith("   next") else line)
+    fixes = brief.get("fixes") or []
+    if fixes:
+        out += ["", "Next steps:", ""]
+        out += [f"- {f.get('id')}: `{f.get('command')}`" for f in fixes if f.get("command")]
+    return [*out, ""]
+
+
+def render(data: dict[str, Any], top: int = 30, *, brief: Mapping[str, Any] | None = None) -> str:
+    """The report as Markdown; ``brief``: its brief (:func:`opscope.service.brief.brief`),
+    the first section."""
     dev = data["device"]
     src = data["source"]
     s = data["summary"]
     out = [
         "# opscope report",
         "",
+        *(_brief(brief) if brief is not None else []),
         f"`{_cell(', '.join(src['paths']))}` · {src['events']} events · device "
         f"**{dev['kind']}** ({_cell(dev['name'])})",
         "",
@@ -119,12 +137,14 @@ def render(data: dict[str, Any], top: int = 30) -> str:
     out += [
         f"## Ops (top {top})",
         "",
-        "| op | calls | CPU self | CPU total | device self | device total | share |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| op | calls | device calls | CPU self | CPU total | device self | device total | share "
+        "of device time |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in data["ops"][:top]:
         out.append(
-            f"| `{_cell(truncate(r['name'], 80))}` | {r['calls']} | {us(r['cpu_self_us'])} | "
+            f"| `{_cell(truncate(r['name'], 80))}` | {r['calls']} | {r.get('device_calls', '')} | "
+            f"{us(r['cpu_self_us'])} | "
             f"{us(r['cpu_total_us'])} | {us(r['device_self_us'])} | {us(r['device_total_us'])} "
             f"| {pct(r['device_share'])} |"
         )

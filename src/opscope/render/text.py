@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -11,9 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from opscope.render import brief as brief_text
 from opscope.render import text_critical, text_distributed, text_graphs
 from opscope.render.finding_groups import group_findings
-from opscope.render.fmt import pct, print_wrapped, shorten_kernel, truncate, us
+from opscope.render.fmt import line_spans, pct, print_wrapped, shorten_kernel, truncate, us
 
 EXTENSION = ".txt"
 
@@ -21,7 +23,13 @@ EXTENSION = ".txt"
 def ops_table(data: dict[str, Any], top: int = 20, name_width: int = 38) -> Table:
     host = data["device"]["kind"] == "cpu"
     dev = "CPU-as-device" if host else "device"
-    t = Table(title=f"Ops by {dev} self time (top {top})", title_justify="left", expand=False)
+    # the device executions are the JSON's and Markdown's device_calls (TraceLens's Count)
+    t = Table(
+        title=f"Ops by {dev} self time (top {top}; calls as torch counts them; share of all "
+        f"{dev} time)",
+        title_justify="left",
+        expand=False,
+    )
     t.add_column("op", no_wrap=True, max_width=name_width)
     t.add_column("calls", justify="right")
     t.add_column("CPU self", justify="right")
@@ -113,10 +121,34 @@ def ranks_table(data: dict[str, Any], top: int = 20) -> Table | None:
     return t
 
 
+def brief_block(console: Console, brief: Mapping[str, Any]) -> None:
+    """The brief (:mod:`opscope.render.brief`), with a command line as each fix's next step."""
+    console.print("[bold]In brief[/bold]")
+    shown = brief_text.lines(
+        brief, name=lambda s: shorten_kernel(s, 48), title=str, calls=False, commands=True
+    )
+    for line in shown:
+        indent = "  " + " " * (len(line) - len(line.lstrip()))
+        if line.lstrip().startswith("next:"):  # a command line, to copy as one line
+            console.print(Text(indent + line.strip()), no_wrap=True, overflow="ignore", crop=False)
+            continue
+        for a, b in line_spans(line.strip(), max(20, console.width - len(indent))):
+            console.print(Text(indent + line.strip()[a:b]), overflow="fold")
+    console.print()
+
+
 def render_to(
-    console: Console, data: dict[str, Any], top: int = 20, *, critical_path: bool = False
+    console: Console,
+    data: dict[str, Any],
+    top: int = 20,
+    *,
+    critical_path: bool = False,
+    brief: Mapping[str, Any] | None = None,
 ) -> None:
-    """The report on a console; ``critical_path``: the path's full view, not its short block."""
+    """The report on a console; ``critical_path``: the path's full view, not its short block;
+    ``brief``: the report's brief (:func:`opscope.service.brief.brief`), its first block."""
+    if brief is not None:
+        brief_block(console, brief)
     dev = data["device"]
     src = data["source"]
     s = data["summary"]
@@ -228,11 +260,40 @@ def referenced_details(finding: dict[str, Any], top: int = 5) -> list[str]:
     return out
 
 
+def finding_lines(f: Mapping[str, Any]) -> list[str]:
+    """One finding in full (``opscope report --finding ID``): what, how much, the next step,
+    the details its recommendation refers to and its evidence."""
+    saves = f.get("step_savings_us")
+    lines = [
+        f"{f.get('id')} {f.get('severity')} {f.get('kind')}"
+        + (f" (rank {f['rank']})" if f.get("rank") is not None else "")
+        + f": {f.get('title')}",
+        f"{us(f.get('time_at_stake_us'))} at stake ({pct(f.get('share'))} of the wall)"
+        + (f", saves ≤ {us(saves)} of the critical path" if saves is not None else "")
+        + f"; confidence {f.get('confidence')}.",
+        f"Next step: {f.get('recommendation', '')}",
+    ]
+    lines += referenced_details(dict(f))
+    evidence = f.get("evidence") or []
+    if evidence:
+        lines.append(f"Evidence ({len(evidence)}):")
+        for e in evidence[:20]:
+            ids = list(e.get("event_ids") or [])
+            shown = ", ".join(str(i) for i in ids[:8]) + (" ..." if len(ids) > 8 else "")
+            lines.append(f"  - {e.get('note') or 'events'}: event ids {shown or '—'}")
+    return lines
+
+
 def render(
-    data: dict[str, Any], width: int = 100, top: int = 20, *, critical_path: bool = False
+    data: dict[str, Any],
+    width: int = 100,
+    top: int = 20,
+    *,
+    critical_path: bool = False,
+    brief: Mapping[str, Any] | None = None,
 ) -> str:
     console = Console(record=True, width=width, file=io.StringIO())
-    render_to(console, data, top, critical_path=critical_path)
+    render_to(console, data, top, critical_path=critical_path, brief=brief)
     return console.export_text()
 
 

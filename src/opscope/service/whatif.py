@@ -9,13 +9,34 @@ work); see :func:`opscope.analysis.critical.section.scaled_weights`.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
-from opscope.analysis.critical.section import parse_what_if, rank_graph
+from opscope.analysis.critical.section import WhatIfError, parse_what_if, rank_graph
 from opscope.analysis.critical.section import what_if as rank_what_if
 
 if TYPE_CHECKING:
     from opscope.analysis.report import Report
+
+
+def check_factors(spec: str) -> None:
+    """A :class:`WhatIfError` that says why, for a change whose factor is a number no time can
+    be scaled by (negative, infinite, not a number); the other malformed changes are
+    :func:`parse_what_if`'s to refuse."""
+    for part in spec.split(","):
+        name, eq, factor = part.rpartition("=")
+        if not eq or not name.strip():
+            continue
+        try:
+            value = float(factor)
+        except ValueError:
+            continue
+        if value < 0 or not math.isfinite(value):
+            raise WhatIfError(
+                f"what-if {part.strip()!r}: the factor {factor.strip()} is not a time scale: a "
+                "factor multiplies the time of what the name selects (0: gone, 0.5: twice as "
+                "fast, 1: unchanged, 2: twice as long), so it is a finite number >= 0"
+            )
 
 
 def what_if(report: Report, spec: str) -> dict[str, Any]:
@@ -25,6 +46,7 @@ def what_if(report: Report, spec: str) -> dict[str, Any]:
     ``ranks`` gives each rank's own path, projected alone."""
     from opscope.analysis.report import rank_traces
 
+    check_factors(spec)
     parse_what_if(spec)  # a bad spec fails before any work
     trace = report.trace
     if trace is None:

@@ -26,6 +26,12 @@ class ServiceError(OpscopeError):
     """A question the workspace cannot answer, with what to ask instead."""
 
 
+class StepsError(ServiceError):
+    """Profiler steps asked for that the trace does not have; the message names the argument
+    ``steps`` (a front-end that spells it otherwise, such as the CLI's ``--steps``, says so
+    in its own words)."""
+
+
 @dataclass
 class OpenTrace:
     """One open trace: its report and timeline index are computed on first use, then kept."""
@@ -34,6 +40,10 @@ class OpenTrace:
     path: str
     trace: Trace
     steps: tuple[int, int] | None = None
+    #: the job's rank this trace keeps (``open(rank=N)``), None for all it has
+    rank: int | None = None
+    #: the graph captures asked for (``open(graph_capture=...)``)
+    graph_capture: str | Path | bool | None = None
     _report: Report | None = field(default=None, repr=False)
     _data: dict[str, Any] | None = field(default=None, repr=False)
     _index: Viewport | None = field(default=None, repr=False)
@@ -118,7 +128,7 @@ class OpenTrace:
 
 
 def check_steps(trace: Trace, steps: tuple[int, int]) -> None:
-    """A :class:`ServiceError` naming the trace's profiler steps when none is in ``steps``."""
+    """A :class:`StepsError` naming the trace's profiler steps when none is in ``steps``."""
     from opscope.trace.arrays import unique_ints  # NumPy and Arrow: not at the module's import
 
     col = trace.index.step
@@ -128,9 +138,9 @@ def check_steps(trace: Trace, steps: tuple[int, int]) -> None:
         return
     asked = str(first) if first == last else f"{first}:{last}"
     if not have:
-        raise ServiceError(f"--steps {asked}: the trace records no profiler steps")
+        raise StepsError(f"steps {asked}: the trace records no profiler steps")
     shown = ", ".join(str(s) for s in have[:20]) + (" ..." if len(have) > 20 else "")
-    raise ServiceError(f"--steps {asked}: no such step; the trace has steps {shown}")
+    raise StepsError(f"steps {asked}: no such step; the trace has steps {shown}")
 
 
 def only_rank(trace: Trace, rank: int) -> Trace:
@@ -169,6 +179,7 @@ class Workspace:
         peaks: str | Path | dict[str, Any] | None = None,
         prefetch: bool = False,
         rank: int | None = None,
+        make_default: bool = True,
         graph_capture: str | Path | bool | None = None,
     ) -> OpenTrace:
         """Load a trace file, run folder or folder of ranks; returns its :class:`OpenTrace`.
@@ -176,10 +187,11 @@ class Workspace:
         ``peaks``: device peaks for the roofline (a file or dict, see ``analysis.peaks``);
         ``prefetch``: start the analysis in the background now; ``rank``: keep that rank of a
         job only (:class:`ServiceError` naming the ranks there when it has no such rank);
-        ``graph_capture``: the CUDA/HIP graph captures that attribute the trace's replays (a
-        capture trace or a folder of them; ``False``: none; ``None``: the ``capture_traces/``
-        folder beside the trace and the captures in the trace itself, see
-        :func:`opscope.trace.graphs.with_captures`)."""
+        ``make_default``: false to leave the default trace as it is (the new trace becomes the
+        default only when none is open); ``graph_capture``: the CUDA/HIP graph captures that
+        attribute the trace's replays (a capture trace or a folder of them; ``False``: none;
+        ``None``: the ``capture_traces/`` folder beside the trace and the captures in the trace
+        itself, see :func:`opscope.trace.graphs.with_captures`)."""
         from opscope.trace import load
         from opscope.trace.graphs import with_captures
 
@@ -189,8 +201,12 @@ class Workspace:
         trace = with_captures(trace, path, graph_capture, cache=cache)
         if steps is not None:
             check_steps(trace, steps)
-        opened = self.add(trace, path=str(path), steps=steps, handle=handle)
+        opened = self.add(
+            trace, path=str(path), steps=steps, handle=handle, make_default=make_default
+        )
         opened.peaks = peaks
+        opened.rank = rank
+        opened.graph_capture = graph_capture
         if prefetch:
             opened.prefetch()
         return opened
@@ -203,8 +219,10 @@ class Workspace:
         steps: tuple[int, int] | None = None,
         handle: str | None = None,
         report: Report | None = None,
+        make_default: bool = True,
     ) -> OpenTrace:
-        """Register an already loaded trace (and, optionally, its report)."""
+        """Register an already loaded trace (and, optionally, its report); ``make_default``:
+        as in :meth:`open`."""
         with self._lock:
             if handle is None:
                 self._counter += 1
@@ -217,7 +235,8 @@ class Workspace:
                 _report=report,
             )
             self._traces[handle] = opened
-            self._last = handle
+            if make_default or self._last is None:
+                self._last = handle
             return opened
 
     def adopt(self, opened: OpenTrace, handle: str) -> OpenTrace:
@@ -427,13 +446,35 @@ class Workspace:
 
     # -- pages (for front-ends that take a bounded answer: see opscope.service.queries) ----
 
-    def brief(self, handle: str | None = None) -> dict[str, Any]:
-        """The compact first read of a trace (:func:`opscope.service.brief.brief`), with the
-        trace's handle, path and event count."""
-        from opscope.service.brief import brief
+    def digest(self, handle: str | None = None) -> dict[str, Any]:
+        """The compact digest of a trace's report (:func:`opscope.service.brief.digest`)
+        under ``brief``, with the trace's handle, path and event count."""
+        from opscope.service.brief import digest
 
         opened = self.get(handle)
-        return {**opened.describe(), "brief": brief(opened.data)}
+        return {**opened.describe(), "brief": digest(opened.data)}
+
+    def brief(self, handle: str | None = None) -> dict[str, Any]:
+        """What an expert says first about a trace (:func:`opscope.service.brief.brief`:
+        what bounds it, device busy and idle, the roofline's verdict, the top fixes and the
+        next call for each), with the trace's handle and path; the calls name the trace when
+        ``handle`` does, the commands reopen it as it was opened (window, rank, peaks)."""
+        from opscope.service.brief import brief, report_args
+
+        opened = self.get(handle)
+        args = report_args(
+            opened.path,
+            steps=opened.steps,
+            rank=opened.rank,
+            peaks=opened.peaks,
+            graph_capture=opened.graph_capture,
+        )
+        named = opened.handle if handle is not None else None  # its calls name it as asked
+        return {
+            "handle": opened.handle,
+            "path": opened.path,
+            **brief(opened.data, trace=args, handle=named),
+        }
 
     def table(
         self, table: str, handle: str | None = None, *, request: PageRequest | None = None

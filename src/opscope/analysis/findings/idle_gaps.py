@@ -109,7 +109,7 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
         "min_gap_us_counted": MIN_GAP_US,
     }
     title = (
-        f"Device idle {pct(share_of_wall(ctx, total_us))} of the time in {len(sel)} gaps ≥ "
+        f"Device idle {pct(share_of_wall(ctx, total_us))} of the wall in {len(sel)} gaps ≥ "
         f"{fmt_us(MIN_GAP_US)}"
     )
     advice = _ADVICE[cause]

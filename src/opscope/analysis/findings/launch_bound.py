@@ -83,7 +83,7 @@ def run(ctx: Context) -> list[Finding]:
             ctx,
             kind="launch_bound",
             title=(
-                f"Launch-bound: device idle {pct(sh)} of the time in {len(sel)} short bubbles; "
+                f"Launch-bound: device idle {pct(sh)} of the wall in {len(sel)} short bubbles; "
                 f"{pct(frac)} of kernels run shorter than their launch call"
             ),
             time_at_stake_us=bubble_us,
