@@ -13,11 +13,18 @@ from opscope.analysis.report import analyze
 from trace_checks import X
 
 
-def _rank(rank: int, kernel_us: float) -> dict[str, Any]:
-    events: list[dict[str, Any]] = [X("ProfilerStep#1", 0, 2000, "user_annotation")]
-    events.append(X("aten::mm", 0, 1, args={}))
-    events.append(X("cudaLaunchKernel", 0, 1, "cuda_runtime", args={"correlation": 1}))
-    events.append(X("gemm_kernel", 10, kernel_us, "kernel", pid=0, tid=7, args={"correlation": 1}))
+def _rank(rank: int, kernel_us: float | list[float], steps: int = 3) -> dict[str, Any]:
+    """One rank of ``steps`` steps of 2 ms, each with one gemm of ``kernel_us`` (or the list's
+    value for that step)."""
+    per_step = kernel_us if isinstance(kernel_us, list) else [kernel_us] * steps
+    events: list[dict[str, Any]] = []
+    for i, k in enumerate(per_step):
+        t = 2000.0 * i
+        events.append(X(f"ProfilerStep#{i + 1}", t, 2000, "user_annotation"))
+        events.append(X("aten::mm", t, 1, args={}))
+        args = {"correlation": i + 1}
+        events.append(X("cudaLaunchKernel", t, 1, "cuda_runtime", args=args))
+        events.append(X("gemm_kernel", t + 10, k, "kernel", pid=0, tid=7, args=args))
     return {
         "schemaVersion": 1,
         "distributedInfo": {"rank": rank, "world_size": 3},
@@ -25,16 +32,17 @@ def _rank(rank: int, kernel_us: float) -> dict[str, Any]:
     }
 
 
-def _job(tmp_path: Path, kernels: list[float]) -> list[dict[str, Any]]:
+def _analyze(tmp_path: Path, kernels: list[Any], steps: int = 3) -> dict[str, Any]:
     job = tmp_path / f"job{len(list(tmp_path.iterdir()))}"
     job.mkdir()
     for r, k in enumerate(kernels):
-        (job / f"rank{r}.json").write_text(json.dumps(_rank(r, k)))
-    return [
-        f
-        for f in analyze(job, roofline=False).to_dict()["findings"]
-        if f["kind"] == "load_imbalance"
-    ]
+        (job / f"rank{r}.json").write_text(json.dumps(_rank(r, k, steps)))
+    return analyze(job, roofline=False).to_dict()
+
+
+def _job(tmp_path: Path, kernels: list[Any], steps: int = 3) -> list[dict[str, Any]]:
+    found = _analyze(tmp_path, kernels, steps)["findings"]
+    return [f for f in found if f["kind"] == "load_imbalance"]
 
 
 @pytest.fixture(autouse=True)
@@ -45,14 +53,32 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_fires_on_the_rank_that_computes_more(tmp_path: Path) -> None:
     (f,) = _job(tmp_path, [1000, 1000, 1500])
     assert f["rank"] is None and f["details"]["rank"] == 2
-    assert f["time_at_stake_us"] == pytest.approx(500.0)
-    assert f["details"]["median_us"] == pytest.approx(1000.0)
+    assert f["time_at_stake_us"] == pytest.approx(3 * 500.0)
+    assert f["details"]["median_us"] == pytest.approx(3 * 1000.0)
     assert "rank 2" in f["title"] and "50 %" in f["title"]
+    seen = f["details"]["evidence"]
+    assert seen["steps"] == 3 and seen["steps_above_noise"] == 3
+    assert "noise" in seen["test"]
 
 
 def test_quiet_on_balanced_ranks(tmp_path: Path) -> None:
     assert _job(tmp_path, [1000, 1020, 1050]) == []  # 5 % above the median: under 10 %
     assert _job(tmp_path, [1000]) == []  # one rank
+
+
+def test_one_slow_step_is_noise_not_an_imbalance(tmp_path: Path) -> None:
+    """Rank 2 computes 60 % more in total, all of it in one step (a rank descheduled once):
+    its excess is above the noise in one step of three, no claim."""
+    assert _job(tmp_path, [1000, 1000, [1000, 1000, 2800]]) == []
+    # the same excess spread over every step is one
+    assert len(_job(tmp_path, [1000, 1000, [1600, 1600, 1600]])) == 1
+
+
+def test_one_step_cannot_tell_an_imbalance_and_says_so(tmp_path: Path) -> None:
+    doc = _analyze(tmp_path, [1000, 1000, 1500], steps=1)
+    assert not [f for f in doc["findings"] if f["kind"] == "load_imbalance"]
+    notes = doc["distributed"]["warnings"]
+    assert any("too short a window to tell a load imbalance" in n for n in notes)
 
 
 @pytest.mark.parametrize(

@@ -93,6 +93,8 @@ class RankReport:
     roofline: Roofline | None = None
     collectives: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: each step's compute, communication left out (:func:`opscope.analysis.steps.step_compute`)
+    step_compute_us: dict[int, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +114,7 @@ class RankReport:
             "roofline": self.roofline.to_dict() if self.roofline is not None else None,
             "collectives": self.collectives,
             "extra": plain(self.extra),  # JSON-ready: the path's segments as a list
+            "step_compute_us": {str(k): v for k, v in self.step_compute_us.items()},
         }
 
     @classmethod
@@ -136,6 +139,7 @@ class RankReport:
             roofline=roofline_from_dict(d["roofline"]) if d.get("roofline") else None,
             collectives=list(d.get("collectives", [])),
             extra=dict(d.get("extra", {})),
+            step_compute_us={int(k): float(v) for k, v in (d.get("step_compute_us") or {}).items()},
         )
 
 

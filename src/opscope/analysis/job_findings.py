@@ -5,7 +5,14 @@ analysis can see.
   its compute work, :mod:`opscope.analysis.comm`) against the median rank's.  Fires with at
   least two ranks when the busiest rank computes at least :data:`MIN_EXCESS` (10 %) more than
   the median *and* that excess is at least :data:`MIN_WALL_SHARE` (1 %) of the job's wall
-  time.  At stake: the excess (at every synchronising collective the others wait for it).
+  time *and* the excess is above the job's own noise, step by step (:func:`imbalance_evidence`:
+  each step's compute, communication left out, against the median rank's in that step; the
+  excess counts where it is over :data:`~opscope.analysis.lateness.NOISE_FACTOR` times the
+  median spread of the other ranks' compute in a step, and must count at
+  :data:`~opscope.analysis.lateness.MIN_INSTANCES` steps or more and at least half of them).
+  Fewer steps than that: no claim, and the distributed section says the window is too short
+  (:func:`window_notes`).  At stake: the excess (at every synchronising collective the others
+  wait for it).
 
 * ``straggler`` - a rank the others wait for at the collectives
   (:func:`opscope.analysis.collectives.stragglers` decides which ranks stand out).  At stake:
@@ -30,10 +37,13 @@ Thresholds are documented in docs/findings.md; each is tested to fire and not to
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from opscope.analysis.findings.base import severity_of
+from opscope.analysis.lateness import MAD_SCALE, MIN_INSTANCES, NOISE_FACTOR, short_groups
 from opscope.analysis.opsets import is_data_loading
 
 if TYPE_CHECKING:
@@ -45,6 +55,8 @@ TARGET_LINK_SHARE = 0.70
 MIN_COMM_SHARE = 0.02
 SMALL_BYTES = 1 << 20
 MIN_WALL_SHARE = 0.01
+#: Active steps ``opscope profile --nproc N`` records by default (N > 1).
+MULTI_RANK_ACTIVE = 5
 
 
 def rerank(found: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -77,6 +89,9 @@ def load_imbalance(ranks: Sequence[RankReport], wall_us: float) -> dict[str, Any
     excess = compute[worst] - median
     if median <= 0 or excess < MIN_EXCESS * median or excess < MIN_WALL_SHARE * wall_us:
         return None
+    seen = imbalance_evidence(ranks, worst)
+    if not seen.pop("above_noise"):
+        return None
     share = min(1.0, excess / wall_us)
     return {
         "kind": "load_imbalance",
@@ -100,9 +115,82 @@ def load_imbalance(ranks: Sequence[RankReport], wall_us: float) -> dict[str, Any
             "compute_us": {str(r): v for r, v in sorted(compute.items())},
             "median_us": median,
             "rank": worst,
+            "evidence": seen,
         },
         "rank": None,
     }
+
+
+def common_steps(ranks: Sequence[RankReport]) -> list[int]:
+    """The steps every rank has a compute figure for."""
+    sets = [set(r.step_compute_us) for r in ranks]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def imbalance_evidence(ranks: Sequence[RankReport], worst: int) -> dict[str, Any]:
+    """Whether ``worst``'s compute exceeds the median rank's above the job's noise, step by
+    step (see the module docstring): ``steps``, ``steps_above_noise``, ``noise_us``,
+    ``median_excess_us``, ``test`` and ``above_noise``."""
+    steps = common_steps(ranks)
+    x = {r.rank: np.asarray([r.step_compute_us[k] for k in steps]) for r in ranks}
+    if len(steps) < MIN_INSTANCES or worst not in x:
+        return {
+            "steps": len(steps),
+            "steps_above_noise": 0,
+            "noise_us": None,
+            "median_excess_us": None,
+            "test": (
+                f"{len(steps)} step(s) recorded on every rank: too few to tell an imbalance "
+                f"from noise ({MIN_INSTANCES} needed)"
+            ),
+            "above_noise": False,
+        }
+    excess = x[worst] - np.median(np.vstack(list(x.values())), axis=0)
+    others = np.vstack([v for k, v in x.items() if k != worst])
+    if others.shape[0] >= 2:
+        noise = float(np.median(others.max(axis=0) - others.min(axis=0)))
+        how = "the median spread of the other ranks' compute in a step"
+    else:
+        noise = float(np.median(np.abs(excess - np.median(excess)))) * MAD_SCALE
+        how = "the spread (scaled MAD) of the excess over the steps"
+    beyond = excess[(excess > NOISE_FACTOR * noise) & (excess > 0)]
+    return {
+        "steps": len(steps),
+        "steps_above_noise": len(beyond),
+        "noise_us": round(noise, 3),
+        "median_excess_us": round(float(np.median(beyond)), 3) if len(beyond) else 0.0,
+        "test": (
+            f"computes more than the median rank by over {NOISE_FACTOR:g}x the job's noise "
+            f"({how}: {noise:.1f} µs) in {len(beyond)} of {len(steps)} steps; a claim needs "
+            f"{MIN_INSTANCES} or more and at least half"
+        ),
+        "above_noise": len(beyond) >= MIN_INSTANCES and 2 * len(beyond) >= len(steps),
+    }
+
+
+def window_notes(ranks: Sequence[RankReport], instances: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the window is too short to tell: a straggler, with fewer than
+    :data:`~opscope.analysis.lateness.MIN_INSTANCES` matched collectives in a process group;
+    a load imbalance, with fewer steps than that on every rank."""
+    out = []
+    more = (
+        f"record more steps (opscope profile --nproc N records {MULTI_RANK_ACTIVE} active "
+        "steps by default; --active K)"
+    )
+    short = short_groups(instances)
+    if short:
+        groups = ", ".join(f"process group {pg} has {n}" for pg, n in sorted(short.items()))
+        out.append(
+            f"too short a window to name a straggler: {groups} matched collective "
+            f"instance(s), {MIN_INSTANCES} needed per group; {more}"
+        )
+    steps = common_steps(ranks)
+    if len(ranks) > 1 and len(steps) < MIN_INSTANCES:
+        out.append(
+            f"too short a window to tell a load imbalance from noise: {len(steps)} step(s) on "
+            f"every rank, {MIN_INSTANCES} needed; {more}"
+        )
+    return out
 
 
 def straggler(s: dict[str, Any], world: int, wall_us: float) -> dict[str, Any]:

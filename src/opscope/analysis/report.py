@@ -36,12 +36,13 @@ from opscope.analysis.job_findings import (
     job_findings,
     rerank,
     straggler_cause,
+    window_notes,
 )
 from opscope.analysis.kernels import KernelRow, kernel_table
 from opscope.analysis.optable import OpTable, op_table, select_window
 from opscope.analysis.roofline import Roofline, annotate
 from opscope.analysis.roofline import roofline as roofline_of_report
-from opscope.analysis.steps import StepStats, step_stats
+from opscope.analysis.steps import StepStats, step_compute, step_stats
 from opscope.analysis.timeline import TimelineSummary, timeline_summary
 from opscope.errors import OpscopeError
 from opscope.trace import Trace, load
@@ -221,7 +222,15 @@ def rank_report(report: Report, rank: int | None = None) -> RankReport:
         roofline=report.roofline,
         collectives=list(report.collectives),
         extra={k: v for k, v in report.extra.items() if k != "distributed"},
+        step_compute_us=_step_compute(report),
     )
+
+
+def _step_compute(report: Report) -> dict[int, float]:
+    """Each step of the report's window: its compute (none without the trace)."""
+    if report.trace is None:
+        return {}
+    return {k: v for k, v in step_compute(report.trace).items() if report._in_window(k)}
 
 
 def merge(
@@ -320,7 +329,8 @@ def _distributed(ranks: list[RankReport], got: Matching | None = None) -> dict[s
     (``got``: that matching, when the caller has it already)."""
     _records, instances, warnings, clock = got if got is not None else matching(ranks)
     late = [{**s, "cause": straggler_cause(int(s["rank"]), ranks)} for s in stragglers(instances)]
-    return distributed_section(ranks, instances, late, warnings, clock=clock)
+    notes = list(warnings) + window_notes(ranks, instances)
+    return distributed_section(ranks, instances, late, notes, clock=clock)
 
 
 def not_one_job(trace: Trace) -> str | None:

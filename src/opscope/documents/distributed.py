@@ -107,6 +107,22 @@ class Instance(TypedDict):
     bytes: int | None
 
 
+class LatenessEvidence(TypedDict):
+    """A straggler's lateness against the job's noise (opscope.analysis.lateness)."""
+
+    instances: int
+    """Matched collectives it is a member of."""
+    times_last: int
+    late_instances: int
+    """Collectives where it arrived later than the latest other rank by over twice the noise."""
+    noise_us: float
+    """The job's noise: the median spread of the other ranks' arrivals (two ranks: the other
+    rank's median lateness when it was last)."""
+    median_late_us: float
+    test: str
+    """The test, in words."""
+
+
 class Straggler(TypedDict):
     """A rank the others wait for."""
 
@@ -116,6 +132,8 @@ class Straggler(TypedDict):
     own_wait_us: float
     cause: str | None
     """Why it is late, as far as the rank reports tell."""
+    evidence: NotRequired[LatenessEvidence]
+    """The test its lateness passed: above the job's own noise, consistently."""
 
 
 class Distributed(TypedDict):
