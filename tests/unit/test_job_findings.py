@@ -101,3 +101,49 @@ def test_a_stragglers_cause_names_the_op_it_spends_longer_in(tmp_path: Path, nam
     assert name in late["cause"] and "data loading" in late["cause"]
     straggler = next(f for f in d["findings"] if f["kind"] == "straggler")
     assert "data loading" in straggler["recommendation"]
+
+
+def test_one_collective_is_too_short_a_window_to_name_a_straggler(tmp_path: Path) -> None:
+    from distjobs import nccl_rank_doc
+
+    job = tmp_path / "short"
+    job.mkdir()
+    for r in range(2):
+        doc = nccl_rank_doc(r, 2, n=1, late_rank=1, late_us=400.0)
+        (job / f"rank{r}.json").write_text(json.dumps(doc))
+    d = analyze(job, roofline=False).to_dict()
+    assert d["distributed"]["stragglers"] == []
+    assert any("too short a window to name a straggler" in w for w in d["distributed"]["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "data_loading"),
+        ("cudaStreamSynchronize", "host_sync"),
+        ("aten::item", "host_sync"),
+        ("aten::mm", "compute"),
+        ("## wait_for_batch ##", "region"),
+        ("slow_rank_sleep", "region"),
+    ],
+)
+def test_what_an_op_suggests(name: str, kind: str) -> None:
+    from opscope.analysis.job_findings import op_kind
+
+    assert op_kind(name) == kind
+
+
+def test_a_straggler_gets_the_advice_of_its_cause() -> None:
+    from opscope.analysis.job_findings import straggler
+
+    row = {"rank": 3, "times_last": 5, "caused_wait_us": 3000.0, "own_wait_us": 0.0}
+    by_kind = {
+        k: straggler({**row, "cause_kind": k, "cause_op": "OP"}, 4, 10_000.0)["recommendation"]
+        for k in ("data_loading", "compute", "host_sync", "region", "untraced", None)
+    }
+    assert "num_workers" in by_kind["data_loading"] and "pin_memory" in by_kind["data_loading"]
+    assert "sequence" in by_kind["compute"] and "shard" in by_kind["compute"]
+    assert ".item()" in by_kind["host_sync"] and "OP" in by_kind["host_sync"]
+    assert "record_function" in by_kind["region"] and "sync" not in by_kind["region"]
+    assert "record" in by_kind["untraced"] and "py-spy" in by_kind["untraced"]
+    assert len(set(by_kind.values())) == 6

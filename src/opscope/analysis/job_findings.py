@@ -193,48 +193,104 @@ def window_notes(ranks: Sequence[RankReport], instances: Sequence[Mapping[str, A
     return out
 
 
+#: The advice of a straggler per cause (``cause_kind``), ``{rank}`` and ``{op}`` filled in.
+ADVICE = {
+    "data_loading": (
+        "Rank {rank}'s data loading is slower than the others' ({op}): load batches ahead of "
+        "the step - DataLoader(num_workers=N > 0, persistent_workers=True, "
+        "prefetch_factor=2-4, pin_memory=True) - and move decoding and augmentation off the "
+        "step (pre-processed shards, decode on the device); check the storage or the shard "
+        "that rank reads."
+    ),
+    "compute": (
+        "Rank {rank} computes more than the others{op_in}: even out the work per rank - batch "
+        "or sequence-length imbalance (bucket or pack sequences by length, equal shards, "
+        "drop_last), uneven sharding (FSDP / tensor-parallel shard sizes, MoE expert routing "
+        "and capacity factor) - or check that rank's device (clocks, throttling)."
+    ),
+    "host_sync": (
+        "Rank {rank} blocks on a host sync in {op}: take it out of the step (no .item(), "
+        ".cpu(), .tolist() or printing of device tensors per step; non_blocking copies; read "
+        "metrics every N steps) or move it after the step's collectives."
+    ),
+    "region": (
+        "Rank {rank} spends longer in the program's own region {op} (a record_function "
+        "range): look at what that region does on rank {rank} only (a sleep, I/O, logging or "
+        "checkpointing on one rank), and move it off the step or to every rank evenly."
+    ),
+    "untraced": (
+        "Rank {rank} is busy in time no profiled op shows (Python, garbage collection, I/O, a "
+        "sleep): record it next - record_function ranges around the suspect code, "
+        "with_stack=True, or py-spy dump --pid of that rank's process; for GC, gc.freeze() "
+        "after setup or gc.collect() at fixed steps on every rank."
+    ),
+}
+
+
 def straggler(s: dict[str, Any], world: int, wall_us: float) -> dict[str, Any]:
-    """The finding of one straggler row (``stragglers`` of the distributed section)."""
+    """The finding of one straggler row (``stragglers`` of the distributed section): its
+    advice per its ``cause_kind`` (:data:`ADVICE`)."""
     others = max(1, world - 1)
     at_stake = float(s["caused_wait_us"]) / others
     share = min(1.0, at_stake / wall_us) if wall_us > 0 else 0.0
     rank = int(s["rank"])
     why = f" What the trace shows: it {s['cause']}." if s.get("cause") else ""
+    kind, op = s.get("cause_kind"), s.get("cause_op")
+    if kind in ADVICE:
+        advice = ADVICE[str(kind)].format(rank=rank, op=op, op_in=f" (in {op})" if op else "")
+    else:
+        advice = (
+            f"Find what rank {rank} does before it reaches the collectives: compare its step's "
+            "ops with another rank's (opscope diff of two ranks' traces, or report --rank): "
+            "data loading, a host sync, a larger shard, longer compute, or a slower device."
+        )
+    seen = s.get("evidence") or {}
     return {
         "kind": "straggler",
         "severity": severity_of(share),
         "title": (
             f"straggler: rank {rank} arrives last at {s['times_last']} collectives; the others "
             f"wait {_fmt(at_stake)} each for it"
+            + (f" ({_CAUSE_WORDS[str(kind)]})" if kind in _CAUSE_WORDS else "")
         ),
         "time_at_stake_us": at_stake,
         "share": share,
         "evidence": [],
-        "recommendation": (
-            f"Find what rank {rank} does before it reaches the collectives: compare its step's "
-            "ops with another rank's (opscope diff of two ranks' traces, or report --rank): "
-            "data loading, a host sync, a larger shard, longer compute, or a slower device." + why
-        ),
+        "recommendation": advice + why + (f" Evidence: {seen['test']}." if seen else ""),
         "confidence": "high",
         "details": {**s, "world": world},
         "rank": None,
     }
 
 
-def straggler_cause(rank: int, ranks: Sequence[RankReport]) -> str | None:
+_CAUSE_WORDS = {
+    "data_loading": "data loading",
+    "compute": "more compute",
+    "host_sync": "a host sync",
+    "region": "a region of the program",
+    "untraced": "time no op shows",
+}
+
+
+def straggler_why(rank: int, ranks: Sequence[RankReport]) -> dict[str, Any]:
     """Why ``rank`` arrives late, as far as the rank reports tell: more compute, or more time
     with nothing recorded running (work outside the profiled ops: data loading, sleeps,
-    Python), than the median rank; None when neither stands out."""
+    Python), than the median rank, and the op it spends longer in.  ``cause`` (words, None
+    when nothing stands out), ``cause_kind`` (``data_loading``, ``compute``, ``host_sync``,
+    ``region``, ``untraced`` or None) and ``cause_op`` (the op, where one stands out)."""
+    none: dict[str, Any] = {"cause": None, "cause_kind": None, "cause_op": None}
     by = {r.rank: r.timeline for r in ranks}
     if rank not in by or len(by) < 2:
-        return None
+        return none
     others = [t for r, t in by.items() if r != rank]
     mine = by[rank]
 
     parts = []
+    kind = None
     med_work = statistics.median(t.work_us for t in others)
     if med_work > 0 and mine.work_us > 1.1 * med_work and mine.work_us - med_work > 100.0:
         parts.append(f"computes {_fmt(mine.work_us - med_work)} more than the median rank")
+        kind = "compute"
     med_idle = statistics.median(float(t.device_idle_us) for t in others)
     extra_idle = float(mine.device_idle_us) - med_idle
     if extra_idle > 0.1 * max(float(mine.wall_us), 1.0):
@@ -243,10 +299,15 @@ def straggler_cause(rank: int, ranks: Sequence[RankReport]) -> str | None:
             "ops "
             "(data loading, a sleep, Python, a host sync)"
         )
+        kind = kind or "untraced"
     top = _excess_op(rank, ranks)
+    op = None
     if top is not None:
-        parts.append(top)
-    return "; ".join(parts) or None
+        text, kind, op = top
+        parts.append(text)
+    if not parts:
+        return none
+    return {"cause": "; ".join(parts), "cause_kind": kind, "cause_op": op}
 
 
 def _op_time(row: Any, host: bool) -> float:
@@ -255,10 +316,36 @@ def _op_time(row: Any, host: bool) -> float:
     return float(row.cpu_self_us if host or row.device_self_us <= 0 else row.device_self_us)
 
 
-def _excess_op(rank: int, ranks: Sequence[RankReport]) -> str | None:
+#: Ops that block the host until the device is done.
+_SYNC_OPS = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::tolist")
+
+
+def op_kind(name: str) -> str:
+    """What an op a straggler spends longer in suggests: ``data_loading``, ``host_sync`` (a
+    synchronize call or an op that reads a device value on the host), ``compute`` (a
+    framework op) or ``region`` (the program's own ``record_function`` range)."""
+    low = name.lower()
+    if is_data_loading(name):
+        return "data_loading"
+    if "synchronize" in low or name.startswith(_SYNC_OPS):
+        return "host_sync"
+    if "::" in name or low.startswith(("cuda", "hip", "triton", "fused")):
+        return "compute"
+    return "region"
+
+
+_OP_WORDS = {
+    "data_loading": "data loading",
+    "host_sync": "a host sync",
+    "compute": "longer compute (a larger shard?)",
+    "region": "a region of the program (a record_function range)",
+}
+
+
+def _excess_op(rank: int, ranks: Sequence[RankReport]) -> tuple[str, str, str] | None:
     """The op whose own time on ``rank`` exceeds the median rank's the most, named with what
-    it suggests (data loading, a host sync, longer compute), when that excess matters (at
-    least 5 % of the rank's wall)."""
+    it suggests (:func:`op_kind`), when that excess matters (at least 5 % of the rank's
+    wall): ``(words, kind, op)``."""
     by = {r.rank: r for r in ranks}
     if rank not in by or len(by) < 2:
         return None
@@ -276,14 +363,12 @@ def _excess_op(rank: int, ranks: Sequence[RankReport]) -> str | None:
             best, excess = name, extra
     if best is None or excess < 0.05 * float(mine.timeline.wall_us):
         return None
-    low = best.lower()
-    if is_data_loading(best):
-        what = "data loading"
-    elif "synchronize" in low or "item" in low or "wait" in low:
-        what = "a host sync"
-    else:
-        what = "longer compute (a larger shard?)"
-    return f"spends {_fmt(excess)} more than the median rank in {best}: {what}"
+    kind = op_kind(best)
+    return (
+        f"spends {_fmt(excess)} more than the median rank in {best}: {_OP_WORDS[kind]}",
+        kind,
+        best,
+    )
 
 
 def discount_waits(rank: RankReport, wait_us: float | None) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ from opscope.analysis.job_findings import (
     discount_waits,
     job_findings,
     rerank,
-    straggler_cause,
+    straggler_why,
     window_notes,
 )
 from opscope.analysis.kernels import KernelRow, kernel_table
@@ -328,7 +328,7 @@ def _distributed(ranks: list[RankReport], got: Matching | None = None) -> dict[s
     """The ``distributed`` section of a job: its ranks' collectives matched into instances
     (``got``: that matching, when the caller has it already)."""
     _records, instances, warnings, clock = got if got is not None else matching(ranks)
-    late = [{**s, "cause": straggler_cause(int(s["rank"]), ranks)} for s in stragglers(instances)]
+    late = [{**s, **straggler_why(int(s["rank"]), ranks)} for s in stragglers(instances)]
     notes = list(warnings) + window_notes(ranks, instances)
     return distributed_section(ranks, instances, late, notes, clock=clock)
 

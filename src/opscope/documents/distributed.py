@@ -132,6 +132,11 @@ class Straggler(TypedDict):
     own_wait_us: float
     cause: str | None
     """Why it is late, as far as the rank reports tell."""
+    cause_kind: NotRequired[str | None]
+    """What the cause suggests: ``data_loading``, ``compute``, ``host_sync``, ``region`` (the
+    program's own record_function range) or ``untraced`` (time no op shows)."""
+    cause_op: NotRequired[str | None]
+    """The op the rank spends longer in than the median rank, where one stands out."""
     evidence: NotRequired[LatenessEvidence]
     """The test its lateness passed: above the job's own noise, consistently."""
 
