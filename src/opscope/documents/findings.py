@@ -74,6 +74,11 @@ class FindingDetails(TypedDict, total=False):
     """[straggler, load_imbalance] The test the claim passed against the job's own noise:
     ``test`` in words; a straggler's ``late_instances``, ``noise_us``; an imbalance's
     ``steps``, ``steps_above_noise``, ``noise_us``, ``median_excess_us``."""
+    cause_kind: str | None
+    """[straggler] What the cause suggests: ``data_loading``, ``compute``, ``host_sync``,
+    ``region`` or ``untraced`` (the advice follows it)."""
+    cause_op: str | None
+    """[straggler] The op the rank spends longer in than the median rank."""
     # idle_gaps
     cause: str | None
     """[idle_gaps] ``host``, ``kernel-to-kernel`` or ``other``; [straggler] why the rank is
