@@ -39,6 +39,7 @@ from typing import Any
 
 from opscope.analysis import beside
 from opscope.errors import OpscopeError, TraceError
+from opscope.trace.jobs import MixedJobsError
 
 SCHEDULER_ENV = "OPSCOPE_DASK_SCHEDULER"
 CONNECT_TIMEOUT_S = 10.0
@@ -479,7 +480,7 @@ def analyze_on_cluster(
         spans = [g["span"] for _f, g in good if g["span"] is not None]
         reason = rep.unrelated_files(meta, [(int(a), int(b)) for a, b in spans])
         if reason is not None:
-            raise OpscopeError(reason)
+            raise MixedJobsError(reason)
         job_meta = {**meta.to_json_dict(), "cached": meta.cached}
         [shared_meta] = client.scatter([job_meta], broadcast=True, hash=False)
         tasks: list[dict[str, Any]] = []

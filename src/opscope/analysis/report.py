@@ -44,9 +44,9 @@ from opscope.analysis.roofline import Roofline, annotate
 from opscope.analysis.roofline import roofline as roofline_of_report
 from opscope.analysis.steps import StepStats, step_compute, step_stats
 from opscope.analysis.timeline import TimelineSummary, timeline_summary
-from opscope.errors import OpscopeError
 from opscope.trace import Trace, load
 from opscope.trace.gcpause import collector_paused
+from opscope.trace.jobs import MixedJobsError
 from opscope.trace.model import TraceMeta
 
 REPORT_SCHEMA = "opscope.report/1"
@@ -349,19 +349,37 @@ def not_one_job(trace: Trace) -> str | None:
     return unrelated_files(meta, spans)
 
 
+#: Ranks named by their traces whose windows lie this far apart (or further than the longest
+#: rank's window) are files of different runs.
+APART_NS = 10 * 10**9
+
+
 def unrelated_files(meta: TraceMeta, spans: list[tuple[int, int]]) -> str | None:
     """:func:`not_one_job` of a job's stacked metadata and its ranks' ``(first start, last
-    end)`` in ns (ranks without events left out)."""
+    end)`` in ns (ranks without events left out).  Ranks nothing names are refused when their
+    windows do not overlap; ranks their traces name, when their windows lie more than the
+    longest rank's window and :data:`APART_NS` apart (clocks of different runs: no clock
+    offset of one job's hosts is that large)."""
     ranks = list(meta.ranks)
-    if len(ranks) < 2 or any(meta.rank_origin.get(r, "order") != "order" for r in ranks):
+    if len(ranks) < 2 or len(spans) < 2:
         return None
+    named = any(meta.rank_origin.get(r, "order") != "order" for r in ranks)
     spans = sorted(spans)
     gaps = [b[0] - a[1] for a, b in pairwise(spans)]
-    if not gaps or min(gaps) <= 0:
-        return None
     files = ", ".join(Path(p).name for p in meta.paths[:4]) + (
         " ..." if len(meta.paths) > 4 else ""
     )
+    if named:
+        longest = max(b - a for a, b in spans)
+        if max(gaps) <= max(longest, APART_NS):
+            return None
+        return (
+            f"{files}: not ranks of one job (their time windows lie {max(gaps) / 1e9:.1f} s "
+            "apart, more than any rank's window: files of different runs); nothing is merged: "
+            "report each job on its own (opscope report FILE_OR_FOLDER)"
+        )
+    if not gaps or min(gaps) <= 0:
+        return None
     return (
         f"{files}: not ranks of one job (no distributedInfo or rank<N> in their names, and "
         f"their time windows do not overlap: {min(gaps) / 1e9:.1f} s apart); report each file "
@@ -564,7 +582,7 @@ def analyze(
         return single
     reason = not_one_job(trace)
     if reason is not None:
-        raise OpscopeError(reason)
+        raise MixedJobsError(reason)
     traces = rank_traces(trace)
     parts = [
         job_rank(
