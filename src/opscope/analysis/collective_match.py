@@ -385,13 +385,14 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
       step's first collective gave 0.8 and more.)
 
     * it is late beyond the job's own noise, consistently
-      (:func:`opscope.analysis.lateness.evidence`: at 3 collectives or more, and at half or
-      more of those it was last at, later than the latest other rank by over twice the
-      spread of the other ranks' arrivals).  Its row says the test (``evidence``).
+      (:func:`opscope.analysis.lateness.evidence`: later than the latest other rank by over
+      twice the spread of the other ranks' arrivals at 3 collectives or more, and at half or
+      more of all the collectives where a rank is that late).  Its row says the test (``evidence``).
 
     Only the ranks that stand out are returned.
     """
     caused, own, times_last, rank_time = straggler_sums(instances)
+    seen_by: dict[int, dict[str, Any]] | None = None
     ranks = sorted(own, key=int)
     out: list[dict[str, Any]] = []
     for r in ranks:
@@ -400,7 +401,9 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         median = float(np.median(others)) if others else 0.0
         if mine <= 0 or mine < STRAGGLER_RATIO * median or mine < STRAGGLER_SHARE * rank_time:
             continue
-        seen = evidence(instances, int(r))
+        if seen_by is None:  # every rank's lateness, once, when a rank is a candidate
+            seen_by = evidence(instances)
+        seen = dict(seen_by.get(int(r)) or {"above_noise": False})
         if not seen.pop("above_noise"):
             continue
         out.append(

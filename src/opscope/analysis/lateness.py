@@ -17,7 +17,9 @@ is last now and then.  A straggler is named only with evidence above that noise
   :data:`NOISE_FACTOR` times the noise.
 
 The claim holds when the rank is late beyond noise at :data:`MIN_INSTANCES` instances or
-more, and at half or more of the instances it was last at (consistent, not a few spikes).  A
+more, and at half or more of all the instances where any rank is late beyond noise (it, not
+chance, is the late one: in a step of several collectives only its first shows the lateness,
+the others are late by turns).  A
 process group with fewer than :data:`MIN_INSTANCES` instances is too short a window to tell
 (:func:`short_groups`).
 """
@@ -62,24 +64,26 @@ def _matrices(instances: Sequence[Mapping[str, Any]]) -> Iterator[tuple[list[int
         yield list(keys), np.asarray(rows_, dtype=np.float64)
 
 
-def _lateness(instances: Sequence[Mapping[str, Any]], rank: int) -> tuple[np.ndarray, np.ndarray]:
-    """``rank``'s lateness at each instance it is a member of, and the other members' arrival
-    spread there (NaN where there is one other member only)."""
-    late: list[np.ndarray] = []
-    spread: list[np.ndarray] = []
+def _by_rank(
+    instances: Sequence[Mapping[str, Any]],
+) -> tuple[dict[int, list[np.ndarray]], dict[int, list[np.ndarray]]]:
+    """Each member rank's lateness at each instance it is a member of, and the other
+    members' arrival spread there (NaN where there is one other member only), as arrays per
+    block of instances of the same members."""
+    late: dict[int, list[np.ndarray]] = {}
+    spread: dict[int, list[np.ndarray]] = {}
     for ranks, m in _matrices(instances):
-        if rank not in ranks:
-            continue
-        j = ranks.index(rank)
-        others = np.delete(m, j, axis=1)
-        late.append(others.min(axis=1) - m[:, j])
-        if others.shape[1] >= 2:
-            spread.append(others.max(axis=1) - others.min(axis=1))
-        else:
-            spread.append(np.full(len(m), np.nan))
-    if not late:
-        return np.zeros(0), np.zeros(0)
-    return np.concatenate(late), np.concatenate(spread)
+        k = m.shape[1]
+        srt = np.sort(m, axis=1)
+        lo, lo2, hi, hi2 = srt[:, 0], srt[:, 1], srt[:, -1], srt[:, -2]
+        for j, r in enumerate(ranks):
+            col = m[:, j]
+            min_others = np.where(col == lo, lo2, lo)
+            max_others = np.where(col == hi, hi2, hi)
+            late.setdefault(r, []).append(min_others - col)
+            gap = max_others - min_others if k >= 3 else np.full(len(m), np.nan)
+            spread.setdefault(r, []).append(gap)
+    return late, spread
 
 
 def _noise(late: np.ndarray, spread: np.ndarray) -> tuple[float, str]:
@@ -94,30 +98,37 @@ def _noise(late: np.ndarray, spread: np.ndarray) -> tuple[float, str]:
     return mad, "the spread (scaled MAD) of this rank's own lateness"
 
 
-def evidence(instances: Sequence[Mapping[str, Any]], rank: int) -> dict[str, Any]:
-    """Whether ``rank`` is late beyond the job's noise (see the module docstring):
-    ``instances`` (those it is a member of), ``times_last``, ``late_instances`` (late beyond
-    noise), ``noise_us``, ``median_late_us`` (its median lateness where late beyond noise),
-    ``test`` (the test, in words) and ``above_noise``."""
-    late, spread = _lateness(instances, rank)
-    noise, how = _noise(late, spread)
-    threshold = NOISE_FACTOR * noise
-    beyond = late[(late > threshold) & (late > 0)]
-    times_last = int((late > 0).sum())
-    above = len(beyond) >= MIN_INSTANCES and 2 * len(beyond) >= times_last
-    return {
-        "instances": len(late),
-        "times_last": times_last,
-        "late_instances": len(beyond),
-        "noise_us": round(noise, 3),
-        "median_late_us": round(float(np.median(beyond)), 3) if len(beyond) else 0.0,
-        "test": (
-            f"late by more than {NOISE_FACTOR:g}x the job's noise ({how}: {noise:.1f} µs) "
-            f"at {len(beyond)} of {len(late)} collectives (last at {times_last}); a claim needs "
-            f"{MIN_INSTANCES} or more and at least half of those it was last at"
-        ),
-        "above_noise": bool(above),
-    }
+def evidence(instances: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per member rank, whether it is late beyond the job's noise (see the module
+    docstring): ``instances`` (those it is a member of), ``times_last``, ``late_instances``
+    (late beyond noise), ``noise_us``, ``median_late_us`` (its median lateness where late
+    beyond noise), ``test`` (the test, in words) and ``above_noise``."""
+    late_of, spread_of = _by_rank(instances)
+    rows: dict[int, tuple[np.ndarray, float, str, int]] = {}
+    for r, parts in late_of.items():
+        late = np.concatenate(parts)
+        noise, how = _noise(late, np.concatenate(spread_of[r]))
+        beyond = late[(late > NOISE_FACTOR * noise) & (late > 0)]
+        rows[r] = (beyond, noise, how, len(late))
+    # an instance has one rank late beyond noise at most (the one last, alone)
+    everyone = sum(len(b) for b, _n, _h, _c in rows.values())
+    out: dict[int, dict[str, Any]] = {}
+    for r, (beyond, noise, how, count) in rows.items():
+        times_last = int((np.concatenate(late_of[r]) > 0).sum())
+        out[r] = {
+            "instances": count,
+            "times_last": times_last,
+            "late_instances": len(beyond),
+            "noise_us": round(noise, 3),
+            "median_late_us": round(float(np.median(beyond)), 3) if len(beyond) else 0.0,
+            "test": (
+                f"late by more than {NOISE_FACTOR:g}x the job's noise ({how}: {noise:.1f} µs) "
+                f"at {len(beyond)} of {count} collectives, {everyone} late beyond noise in all; "
+                f"a claim needs {MIN_INSTANCES} or more and at least half of all"
+            ),
+            "above_noise": len(beyond) >= MIN_INSTANCES and 2 * len(beyond) >= everyone,
+        }
+    return out
 
 
 def short_groups(instances: Sequence[Mapping[str, Any]]) -> dict[str, int]:
