@@ -45,7 +45,8 @@ SCHEDULER_ENV = "OPSCOPE_DASK_SCHEDULER"
 CONNECT_TIMEOUT_S = 10.0
 RETRIES = 2
 # environment the trace reader reads its limits from: the coordinator's go with each task
-_LIMIT_ENV = ("OPSCOPE_MAX_TRACE_BYTES", "OPSCOPE_MAX_INFLATE")
+# what the workers' readers must see as this process does (the user's comm kernels too)
+_LIMIT_ENV = ("OPSCOPE_MAX_TRACE_BYTES", "OPSCOPE_MAX_INFLATE", "OPSCOPE_COMM_KERNELS")
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as ranks finish (``stage``: ``read``,
