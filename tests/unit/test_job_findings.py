@@ -147,3 +147,27 @@ def test_a_straggler_gets_the_advice_of_its_cause() -> None:
     assert "record_function" in by_kind["region"] and "sync" not in by_kind["region"]
     assert "record" in by_kind["untraced"] and "py-spy" in by_kind["untraced"]
     assert len(set(by_kind.values())) == 6
+
+
+def test_one_rank_of_a_job_shows_its_role_in_the_job(tmp_path: Path) -> None:
+    """``--rank N`` of a job: the chosen rank's part (the job's straggler or not, its
+    waits), no warning about the ranks left out on purpose; the straggler's own finding."""
+    from distjobs import write_nccl_job
+    from opscope.service import Workspace
+
+    job = tmp_path / "job"
+    write_nccl_job(job, world=3, late_rank=1, late_us=200.0)
+    late = Workspace().open(job, rank=1).data
+    role = late["distributed"]["job_role"]
+    assert role["straggler"] and role["rank"] == 1 and role["ranks"] == [0, 1, 2]
+    assert role["others_wait_us_each"] == pytest.approx(3 * 200.0)
+    assert role["evidence"]["late_instances"] == 3
+    notes = late["distributed"]["warnings"]
+    assert not any("have no trace here" in n for n in notes)
+    assert any("reported alone (--rank): the job's straggler" in n for n in notes)
+    (f,) = [f for f in late["findings"] if f["kind"] == "straggler"]
+    assert f["rank"] == 1 and "rank 1" in f["title"]
+    other = Workspace().open(job, rank=0).data
+    assert not other["distributed"]["job_role"]["straggler"]
+    assert other["distributed"]["job_role"]["wait_us"] == pytest.approx(3 * 200.0)
+    assert not [f for f in other["findings"] if f["kind"] == "straggler"]

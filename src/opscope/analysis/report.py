@@ -495,6 +495,9 @@ def _analyze_rank(
                 report.findings = [*report.findings, *extra]
                 fixes += [critical.comm_bandwidth_fix(trace, collectives, f) for f in extra]
         graph, report.extra["critical_path"] = path_result()
+    role = trace.meta.extra.get("job_role")
+    if isinstance(role, dict) and isinstance(report.extra.get("distributed"), dict):
+        fixes += _chosen_rank(report, role, findings)
     if findings and report.findings:
         # each finding's saving is the what-if of its fix on the window's path
         saved = critical.finding_savings(trace, graph, report.findings, fixes)
@@ -508,6 +511,31 @@ def _analyze_rank(
         if engines is not None:
             report.extra["neuron"] = engines.to_dict()
     return report
+
+
+def _chosen_rank(report: Report, role: dict[str, Any], findings: bool) -> list[Fix | None]:
+    """A rank of a job reported alone (``--rank``): its role in the job in the distributed
+    section (``job_role``, :mod:`opscope.analysis.job_role`), no warning about the ranks left
+    out on purpose, and its straggler finding when the job names it (no fix: None)."""
+    from opscope.analysis.job_role import rank_role_finding
+
+    dist = report.extra["distributed"]
+    dist["job_role"] = role
+    kept = [w for w in dist.get("warnings") or [] if "have no trace here" not in w]
+    n = len(role.get("ranks") or [])
+    what = (
+        f"the job's straggler: the others wait {role['others_wait_us_each'] / 1e3:.1f} ms each "
+        "for it"
+        if role.get("straggler")
+        else f"not a straggler; it waits {role['wait_us'] / 1e3:.1f} ms for the others"
+    )
+    kept.append(f"rank {role['rank']} of a job of {n} ranks, reported alone (--rank): {what}")
+    dist["warnings"] = kept
+    found = rank_role_finding(role, report.extra.get("critical_path"), report.timeline.wall_us)
+    if found is None or not findings:
+        return []
+    report.findings = [*report.findings, found]
+    return [None]
 
 
 def add_savings(

@@ -141,6 +141,26 @@ class Straggler(TypedDict):
     """The test its lateness passed: above the job's own noise, consistently."""
 
 
+class JobRole(TypedDict):
+    """A rank reported alone (``--rank``): its part in the job (opscope.analysis.job_role)."""
+
+    rank: int
+    ranks: list[int]
+    """The job's ranks."""
+    straggler: bool
+    """Whether the job names this rank a straggler."""
+    stragglers: list[int]
+    times_last: int
+    caused_wait_us: float
+    """The others' waits for it, summed."""
+    others_wait_us_each: float
+    wait_us: float
+    """Its own waits for the others."""
+    evidence: LatenessEvidence | None
+    instances: int
+    """The job's matched collective instances."""
+
+
 class Distributed(TypedDict):
     """Ranks, communication per rank and collectives (a report with more than one rank or any
     communication)."""
@@ -161,6 +181,8 @@ class Distributed(TypedDict):
     instances: list[Instance]
     stragglers: list[Straggler]
     warnings: list[str]
+    job_role: NotRequired[JobRole]
+    """A rank of a job reported alone (``--rank``): its role in the job."""
 
 
 __all__ = [

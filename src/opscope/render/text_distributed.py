@@ -44,7 +44,10 @@ def tables(data: dict[str, Any], top: int = 20) -> list[Table]:
     missing = d.get("missing_ranks") or []
     title = f"Communication per rank ({len(d.get('ranks') or [])} of {d.get('world_size')}"
     title += f", ranks from {d.get('rank_source')}"
-    title += f"; missing {len(missing)})" if missing else ")"
+    if d.get("job_role"):  # one rank chosen: the others are left out on purpose
+        title += f"; rank {d['job_role'].get('rank')} chosen)"
+    else:
+        title += f"; missing {len(missing)})" if missing else ")"
     t = Table(title=title, title_justify="left")
     for h in ("rank", "wall", "compute", "comm", "exposed", "overlap", "wait", "idle"):
         t.add_column(h, justify="right", no_wrap=True)
