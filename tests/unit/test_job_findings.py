@@ -171,3 +171,31 @@ def test_one_rank_of_a_job_shows_its_role_in_the_job(tmp_path: Path) -> None:
     assert not other["distributed"]["job_role"]["straggler"]
     assert other["distributed"]["job_role"]["wait_us"] == pytest.approx(3 * 200.0)
     assert not [f for f in other["findings"] if f["kind"] == "straggler"]
+
+
+def test_a_jobs_header_gives_figures_per_rank_never_sums(tmp_path: Path) -> None:
+    """A job's header: each figure's max and median over the ranks (a sum of walls or spans
+    over ranks is no time anyone waited); the stragglers table gives the wait of each other
+    rank, as the finding does."""
+    import io
+
+    from rich.console import Console
+
+    from distjobs import write_nccl_job
+    from opscope.render import text
+
+    job = tmp_path / "job"
+    write_nccl_job(job, world=3, late_rank=1, late_us=200.0)
+    d = analyze(job, roofline=False).to_dict()
+    per = d["summary"]["per_rank"]
+    walls = [r["summary"]["wall_us"] for r in d["ranks"]]
+    assert per["wall_us"]["max"] == pytest.approx(max(walls))
+    assert per["wall_us"]["median"] == pytest.approx(sorted(walls)[1])
+    spans = [r["summary"]["device_span_us"] for r in d["ranks"]]
+    assert d["summary"]["device_span_us"] == pytest.approx(sum(spans))  # the JSON sum stays
+    out = io.StringIO()
+    text.render_to(Console(file=out, width=200), d)
+    page = out.getvalue()
+    assert "per rank (max / median): wall" in page
+    assert f"device span {text.us(sum(spans))}" not in page
+    assert "others' wait each" in page and "600 µs" in page  # 3 x 200 us for each other rank

@@ -350,6 +350,38 @@ def summary(timeline: TimelineSummary, ops: OpTable) -> dict[str, Any]:
     }
 
 
+#: The timeline figures a job's summary gives per rank (max and median over the ranks).
+PER_RANK_FIGURES = (
+    "wall_us",
+    "device_span_us",
+    "device_busy_us",
+    "device_idle_us",
+    "comm_us",
+    "exposed_comm_us",
+)
+
+
+def per_rank_figures(ranks: Sequence[RankReport]) -> dict[str, dict[str, float]]:
+    """``{figure: {"max", "median", "max_rank"}}`` over the ranks, for each of
+    :data:`PER_RANK_FIGURES` some rank has: what a job's header shows (a sum of walls or
+    spans over ranks is no time anyone waited)."""
+    import statistics
+
+    out: dict[str, dict[str, float]] = {}
+    for name in PER_RANK_FIGURES:
+        got = {r.rank: getattr(r.timeline, name) for r in ranks}
+        vals = {k: float(v) for k, v in got.items() if v is not None}
+        if not vals:
+            continue
+        top = max(vals, key=lambda k: (vals[k], -k))
+        out[name] = {
+            "max": vals[top],
+            "median": float(statistics.median(vals.values())),
+            "max_rank": top,
+        }
+    return out
+
+
 def rank_summary(rr: RankReport) -> dict[str, Any]:
     """The compact line of one rank in a job report's ``ranks`` section."""
     top = [r.name for r in rr.ops.rows[:5] if r.device_self_us > 0]
@@ -385,6 +417,7 @@ __all__ = [
     "merge_sources",
     "merge_steps",
     "merge_timelines",
+    "per_rank_figures",
     "rank_summary",
     "roofline_from_dict",
     "summary",

@@ -164,6 +164,8 @@ class Report:
         fresh = [out["steps"], out["ops"], out["op_shapes"]]
         if self.ranks:
             out["ranks"] = [job.rank_summary(r) for r in self.ranks]
+            if len(self.ranks) > 1:  # a job's headline figures per rank: max and median
+                out["summary"]["per_rank"] = job.per_rank_figures(self.ranks)
         out.update(self.extra)
         if self.roofline is not None:
             annotate(out, self.roofline)
