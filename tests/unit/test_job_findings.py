@@ -199,3 +199,26 @@ def test_a_jobs_header_gives_figures_per_rank_never_sums(tmp_path: Path) -> None
     assert "per rank (max / median): wall" in page
     assert f"device span {text.us(sum(spans))}" not in page
     assert "others' wait each" in page and "600 µs" in page  # 3 x 200 us for each other rank
+
+
+def test_a_stragglers_evidence_is_its_latest_arrival_on_every_rank(tmp_path: Path) -> None:
+    """What the explorer's "show in timeline" zooms to: the collective where the straggler
+    arrived latest after the others, from the others' first arrival to its own, with every
+    rank's record of it."""
+    from distjobs import write_nccl_job
+
+    job = tmp_path / "job"
+    write_nccl_job(job, world=3, late_rank=1, late_us=200.0)
+    d = analyze(job, roofline=False).to_dict()
+    (f,) = [f for f in d["findings"] if f["kind"] == "straggler"]
+    (ev,) = f["evidence"]
+    assert ev["t1"] - ev["t0"] == pytest.approx(200_000, abs=1)  # ns: 200 us late
+    worst = d["distributed"]["stragglers"][0]["worst"]
+    assert worst["late_us"] == pytest.approx(200.0) and worst["name"] == "all_reduce"
+    rep = analyze(job, roofline=False)
+    assert rep.trace is not None
+    ids = rep.trace.events.column("id").to_pylist()
+    ranks = rep.trace.events.column("rank").to_pylist()
+    rank_of = dict(zip(ids, ranks, strict=True))
+    assert {rank_of[i] for i in ev["event_ids"]} == {0, 1, 2}  # every rank's record of it
+    assert "rank 1 arrives 200 µs after the others" in ev["note"]

@@ -227,6 +227,47 @@ ADVICE = {
 }
 
 
+def worst_arrivals(
+    records: Mapping[int, Sequence[Mapping[str, Any]]],
+    instances: Sequence[Mapping[str, Any]],
+    ranks: Sequence[int],
+) -> dict[int, dict[str, Any]]:
+    """For each of ``ranks``: its latest arrival, the instance where it was last and the others
+    waited longest (the smallest of their waits the largest): ``name``, ``pg``, ``seq``,
+    ``late_us`` (after the latest other rank), ``t0`` (the others' first arrival, ns),
+    ``t1`` (its arrival, ns) and ``event_ids`` (every member's record: its op and its work)."""
+    from opscope.analysis.collective_match import member_waits
+
+    wanted = {int(r) for r in ranks}
+    best: dict[int, tuple[float, int, list[tuple[int, int, float]]]] = {}
+    for k, members in enumerate(member_waits(records, instances)):
+        if len(members) < 2:
+            continue
+        zero = [m for m in members if m[2] == 0.0]
+        if len(zero) != 1 or zero[0][0] not in wanted:
+            continue
+        late = min(w for r, _p, w in members if r != zero[0][0])
+        if late > best.get(zero[0][0], (-1.0, 0, []))[0]:
+            best[zero[0][0]] = (late, k, members)
+    out: dict[int, dict[str, Any]] = {}
+    for rank, (late, k, members) in best.items():
+        recs = [records[r][pos] for r, pos, _w in members]
+        mine = records[rank][next(pos for r, pos, _w in members if r == rank)]
+        inst = instances[k]
+        ids = [int(x) for rec in recs for x in [rec.get("event_id"), *rec.get("work_event_ids", [])]
+               if x is not None]  # fmt: skip
+        out[rank] = {
+            "name": inst.get("name"),
+            "pg": inst.get("pg"),
+            "seq": inst.get("seq"),
+            "late_us": round(late, 3),
+            "t0": int(min(int(rec["arrival_ns"]) for rec in recs)),
+            "t1": int(mine["arrival_ns"]),
+            "event_ids": ids,
+        }
+    return out
+
+
 def straggler(s: dict[str, Any], world: int, wall_us: float) -> dict[str, Any]:
     """The finding of one straggler row (``stragglers`` of the distributed section): its
     advice per its ``cause_kind`` (:data:`ADVICE`)."""
@@ -245,6 +286,20 @@ def straggler(s: dict[str, Any], world: int, wall_us: float) -> dict[str, Any]:
             "data loading, a host sync, a larger shard, longer compute, or a slower device."
         )
     seen = s.get("evidence") or {}
+    worst = s.get("worst") or {}
+    evidence = []
+    if worst:  # where it shows most: its latest arrival, every rank's record of that collective
+        evidence.append(
+            {
+                "event_ids": list(worst.get("event_ids") or []),
+                "t0": worst["t0"],
+                "t1": worst["t1"],
+                "note": (
+                    f"rank {rank} arrives {_fmt(float(worst['late_us']))} after the others at "
+                    f"{worst.get('name')} seq {worst.get('seq')} (process group {worst.get('pg')})"
+                ),
+            }
+        )
     return {
         "kind": "straggler",
         "severity": severity_of(share),
@@ -255,7 +310,7 @@ def straggler(s: dict[str, Any], world: int, wall_us: float) -> dict[str, Any]:
         ),
         "time_at_stake_us": at_stake,
         "share": share,
-        "evidence": [],
+        "evidence": evidence,
         "recommendation": advice + why + (f" Evidence: {seen['test']}." if seen else ""),
         "confidence": "high",
         "details": {**s, "world": world},

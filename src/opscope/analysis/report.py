@@ -37,6 +37,7 @@ from opscope.analysis.job_findings import (
     rerank,
     straggler_why,
     window_notes,
+    worst_arrivals,
 )
 from opscope.analysis.kernels import KernelRow, kernel_table
 from opscope.analysis.optable import OpTable, op_table, select_window
@@ -329,8 +330,11 @@ def matched(ranks: list[RankReport]) -> tuple[dict[int, list[dict[str, Any]]], I
 def _distributed(ranks: list[RankReport], got: Matching | None = None) -> dict[str, Any]:
     """The ``distributed`` section of a job: its ranks' collectives matched into instances
     (``got``: that matching, when the caller has it already)."""
-    _records, instances, warnings, clock = got if got is not None else matching(ranks)
+    records, instances, warnings, clock = got if got is not None else matching(ranks)
     late = [{**s, **straggler_why(int(s["rank"]), ranks)} for s in stragglers(instances)]
+    if late:
+        worst = worst_arrivals(records, instances, [int(s["rank"]) for s in late])
+        late = [{**s, "worst": worst.get(int(s["rank"]))} for s in late]
     notes = list(warnings) + window_notes(ranks, instances)
     return distributed_section(ranks, instances, late, notes, clock=clock)
 

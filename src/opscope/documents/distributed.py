@@ -123,6 +123,22 @@ class LatenessEvidence(TypedDict):
     """The test, in words."""
 
 
+class WorstArrival(TypedDict):
+    """A straggler's latest arrival at a collective it was last at."""
+
+    name: str
+    pg: str
+    seq: int
+    late_us: float
+    """After the latest other rank."""
+    t0: int
+    """The others' first arrival, ns."""
+    t1: int
+    """Its arrival, ns."""
+    event_ids: list[int]
+    """Every member's record of that collective: its op and its work."""
+
+
 class Straggler(TypedDict):
     """A rank the others wait for."""
 
@@ -139,6 +155,8 @@ class Straggler(TypedDict):
     """The op the rank spends longer in than the median rank, where one stands out."""
     evidence: NotRequired[LatenessEvidence]
     """The test its lateness passed: above the job's own noise, consistently."""
+    worst: NotRequired[WorstArrival | None]
+    """Its latest arrival: where the explorer's "show in timeline" zooms."""
 
 
 class JobRole(TypedDict):
