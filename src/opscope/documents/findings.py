@@ -79,6 +79,9 @@ class FindingDetails(TypedDict, total=False):
     ``region`` or ``untraced`` (the advice follows it)."""
     cause_op: str | None
     """[straggler] The op the rank spends longer in than the median rank."""
+    worst: dict[str, Any] | None
+    """[straggler] Its latest arrival (``distributed.stragglers[].worst``): the collective,
+    ``late_us``, ``t0``/``t1`` and every rank's record's ``event_ids``."""
     # idle_gaps
     cause: str | None
     """[idle_gaps] ``host``, ``kernel-to-kernel`` or ``other``; [straggler] why the rank is
