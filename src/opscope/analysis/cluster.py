@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from opscope.analysis import beside
+from opscope.analysis.job_files import unrelated_files
 from opscope.errors import OpscopeError, TraceError
 from opscope.trace.jobs import MixedJobsError
 
@@ -479,7 +480,7 @@ def analyze_on_cluster(
                 peaks=options.peaks,
             )
         spans = [g["span"] for _f, g in good if g["span"] is not None]
-        reason = rep.unrelated_files(meta, [(int(a), int(b)) for a, b in spans])
+        reason = unrelated_files(meta, [(int(a), int(b)) for a, b in spans])
         if reason is not None:
             raise MixedJobsError(reason)
         job_meta = {**meta.to_json_dict(), "cached": meta.cached}

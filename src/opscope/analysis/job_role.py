@@ -18,6 +18,7 @@ from opscope.analysis.collectives import collective_records
 from opscope.analysis.instance_table import wait_by_rank
 
 if TYPE_CHECKING:
+    from opscope.analysis.critical.fixes import Fix
     from opscope.trace.model import Trace
 
 
@@ -91,4 +92,29 @@ def rank_role_finding(
     return {**f, "rank": role["rank"]}
 
 
-__all__ = ["job_role", "rank_role_finding"]
+def chosen_rank(report: Any, role: dict[str, Any], findings: bool) -> list[Fix | None]:
+    """A rank of a job reported alone (``--rank``; ``report``: its
+    :class:`~opscope.analysis.report.Report`, before its findings' savings): its role in the
+    job in the distributed
+    section (``job_role``, :mod:`opscope.analysis.job_role`), no warning about the ranks left
+    out on purpose, and its straggler finding when the job names it (no fix: None)."""
+    dist = report.extra["distributed"]
+    dist["job_role"] = role
+    kept = [w for w in dist.get("warnings") or [] if "have no trace here" not in w]
+    n = len(role.get("ranks") or [])
+    what = (
+        f"the job's straggler: the others wait {role['others_wait_us_each'] / 1e3:.1f} ms each "
+        "for it"
+        if role.get("straggler")
+        else f"not a straggler; it waits {role['wait_us'] / 1e3:.1f} ms for the others"
+    )
+    kept.append(f"rank {role['rank']} of a job of {n} ranks, reported alone (--rank): {what}")
+    dist["warnings"] = kept
+    found = rank_role_finding(role, report.extra.get("critical_path"), report.timeline.wall_us)
+    if found is None or not findings:
+        return []
+    report.findings = [*report.findings, found]
+    return [None]
+
+
+__all__ = ["chosen_rank", "job_role", "rank_role_finding"]

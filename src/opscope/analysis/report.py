@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,6 +29,7 @@ from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.instance_table import Instances
 from opscope.analysis.job import RankReport
+from opscope.analysis.job_files import not_one_job
 from opscope.analysis.job_findings import (
     comm_bandwidth,
     discount_waits,
@@ -39,6 +39,7 @@ from opscope.analysis.job_findings import (
     window_notes,
     worst_arrivals,
 )
+from opscope.analysis.job_role import chosen_rank
 from opscope.analysis.kernels import KernelRow, kernel_table
 from opscope.analysis.optable import OpTable, op_table, select_window
 from opscope.analysis.roofline import Roofline, annotate
@@ -339,60 +340,6 @@ def _distributed(ranks: list[RankReport], got: Matching | None = None) -> dict[s
     return distributed_section(ranks, instances, late, notes, clock=clock)
 
 
-def not_one_job(trace: Trace) -> str | None:
-    """Why the files of a trace of several ranks are not ranks of one job, or None.
-
-    Unrelated traces (two runs recorded apart) must not be merged into one window: they are
-    refused when nothing names their ranks (no ``distributedInfo``, no ``rank<N>`` in the file
-    names) and their time windows do not overlap."""
-    meta = trace.meta
-    index = trace.index
-    spans: list[tuple[int, int]] = []
-    for r in meta.ranks:
-        rows = index.rank == r
-        if rows.any():
-            spans.append((int(index.start[rows].min()), int(index.end[rows].max())))
-    return unrelated_files(meta, spans)
-
-
-#: Ranks named by their traces whose windows lie this far apart (or further than the longest
-#: rank's window) are files of different runs.
-APART_NS = 10 * 10**9
-
-
-def unrelated_files(meta: TraceMeta, spans: list[tuple[int, int]]) -> str | None:
-    """:func:`not_one_job` of a job's stacked metadata and its ranks' ``(first start, last
-    end)`` in ns (ranks without events left out).  Ranks nothing names are refused when their
-    windows do not overlap; ranks their traces name, when their windows lie more than the
-    longest rank's window and :data:`APART_NS` apart (clocks of different runs: no clock
-    offset of one job's hosts is that large)."""
-    ranks = list(meta.ranks)
-    if len(ranks) < 2 or len(spans) < 2:
-        return None
-    named = any(meta.rank_origin.get(r, "order") != "order" for r in ranks)
-    spans = sorted(spans)
-    gaps = [b[0] - a[1] for a, b in pairwise(spans)]
-    files = ", ".join(Path(p).name for p in meta.paths[:4]) + (
-        " ..." if len(meta.paths) > 4 else ""
-    )
-    if named:
-        longest = max(b - a for a, b in spans)
-        if max(gaps) <= max(longest, APART_NS):
-            return None
-        return (
-            f"{files}: not ranks of one job (their time windows lie {max(gaps) / 1e9:.1f} s "
-            "apart, more than any rank's window: files of different runs); nothing is merged: "
-            "report each job on its own (opscope report FILE_OR_FOLDER)"
-        )
-    if not gaps or min(gaps) <= 0:
-        return None
-    return (
-        f"{files}: not ranks of one job (no distributedInfo or rank<N> in their names, and "
-        f"their time windows do not overlap: {min(gaps) / 1e9:.1f} s apart); report each file "
-        "on its own (opscope report FILE), or compare two with opscope diff A B"
-    )
-
-
 def rank_traces(trace: Trace) -> list[Trace]:
     """One :class:`Trace` per rank of a trace of several (each rank's rows are one block of
     the event table, ids kept: evidence event ids stay valid in the whole table)."""
@@ -503,7 +450,7 @@ def _analyze_rank(
         graph, report.extra["critical_path"] = path_result()
     role = trace.meta.extra.get("job_role")
     if isinstance(role, dict) and isinstance(report.extra.get("distributed"), dict):
-        fixes += _chosen_rank(report, role, findings)
+        fixes += chosen_rank(report, role, findings)
     if findings and report.findings:
         # each finding's saving is the what-if of its fix on the window's path
         saved = critical.finding_savings(trace, graph, report.findings, fixes)
@@ -517,31 +464,6 @@ def _analyze_rank(
         if engines is not None:
             report.extra["neuron"] = engines.to_dict()
     return report
-
-
-def _chosen_rank(report: Report, role: dict[str, Any], findings: bool) -> list[Fix | None]:
-    """A rank of a job reported alone (``--rank``): its role in the job in the distributed
-    section (``job_role``, :mod:`opscope.analysis.job_role`), no warning about the ranks left
-    out on purpose, and its straggler finding when the job names it (no fix: None)."""
-    from opscope.analysis.job_role import rank_role_finding
-
-    dist = report.extra["distributed"]
-    dist["job_role"] = role
-    kept = [w for w in dist.get("warnings") or [] if "have no trace here" not in w]
-    n = len(role.get("ranks") or [])
-    what = (
-        f"the job's straggler: the others wait {role['others_wait_us_each'] / 1e3:.1f} ms each "
-        "for it"
-        if role.get("straggler")
-        else f"not a straggler; it waits {role['wait_us'] / 1e3:.1f} ms for the others"
-    )
-    kept.append(f"rank {role['rank']} of a job of {n} ranks, reported alone (--rank): {what}")
-    dist["warnings"] = kept
-    found = rank_role_finding(role, report.extra.get("critical_path"), report.timeline.wall_us)
-    if found is None or not findings:
-        return []
-    report.findings = [*report.findings, found]
-    return [None]
 
 
 def add_savings(

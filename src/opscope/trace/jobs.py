@@ -5,7 +5,7 @@ its version (``nccl_version``), and, for a process group that two files both nam
 no two name the same rank.  :func:`job_groups` puts the files into groups whose metadata
 agree (a file without ``distributedInfo`` joins none: nothing says whose it is), and
 :func:`mixed_jobs` gives the one-line error when there is more than one.  The time windows
-are the analysis's to check (:func:`opscope.analysis.report.unrelated_files`).
+are the analysis's to check (:func:`opscope.analysis.job_files.unrelated_files`).
 """
 
 from __future__ import annotations
