@@ -185,6 +185,7 @@ def nccl_rank_doc(
     pg: str = "0",
     sync: bool = False,
     comm_stream: int = 7,
+    steps: bool = False,
 ) -> dict[str, Any]:
     """A synthetic Kineto document of one rank of an NCCL job (no torch needed): ``n``
     all_reduces, each a ``c10d::allreduce_`` > ``record_param_comms`` (``Collective name``,
@@ -198,7 +199,9 @@ def nccl_rank_doc(
     step's end then waits on the device; without it the host's step runs on to ``1000 (n+1)``
     us whatever the device does.  ``comm_stream``: the NCCL kernels' stream (by default the
     compute stream, where collective ``i``'s kernel overlaps the next iteration's gemm; NCCL
-    runs its own stream, 8, in a real job)."""
+    runs its own stream, 8, in a real job).  ``steps``: each iteration is a profiler step of
+    its own (``ProfilerStep#i+1`` from ``1000 i`` us; the last runs to the end), one step
+    otherwise."""
     ev: list[dict[str, Any]] = [
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
          "ts": 0.0, "dur": 1000.0 * (n + 1)},
@@ -246,6 +249,12 @@ def nccl_rank_doc(
         x("cudaDeviceSynchronize", 1000.0 * n + 100.0, last_end + 10.0 - (1000.0 * n + 100.0),
           "cuda_runtime")  # fmt: skip
         ev[0]["dur"] = last_end + 10.0
+    if steps and n > 1:
+        end = float(ev[0]["dur"])
+        ev[0]["dur"] = 1000.0
+        for i in range(1, n):
+            ev.append({**ev[0], "name": f"ProfilerStep#{i + 1}", "ts": 1000.0 * i,
+                       "dur": 1000.0 if i < n - 1 else end - 1000.0 * i})  # fmt: skip
     return {
         "schemaVersion": 1,
         "traceEvents": ev,

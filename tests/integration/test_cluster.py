@@ -187,7 +187,9 @@ def test_progress_is_told_per_rank(cluster: Any, tmp_path: Path) -> None:
         cluster=cluster.scheduler_address,
         progress=lambda stage, done, total: seen.append((stage, done, total)),
     )
-    assert {s for s, _d, _t in seen} == {"read", "analyse", "critical path", "job path"}
+    # "findings": the ranks' comm_exposed findings measured on the job path
+    stages = {s for s, _d, _t in seen}
+    assert stages == {"read", "analyse", "critical path", "job path", "findings"}
     assert ("analyse", 2, 2) in seen
 
 

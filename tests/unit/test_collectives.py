@@ -315,8 +315,11 @@ def test_the_slow_rank_is_the_straggler() -> None:
     found = stragglers(_job(slow=2, delay_us=50.0))
     assert len(found) == 1
     s = found[0]
-    assert set(s) == {"rank", "times_last", "caused_wait_us", "own_wait_us", "cause"}
+    assert set(s) == {"rank", "times_last", "caused_wait_us", "own_wait_us", "cause", "evidence"}
     assert s["rank"] == 2
+    # late beyond the others' spread (3 us, the one late in turn) at its 10 delayed collectives
+    assert s["evidence"]["late_instances"] == 10
+    assert s["evidence"]["noise_us"] == pytest.approx(3.0)
     # last at the 10 delayed collectives and at its own turns (i % 3 == 2) among the others
     assert s["times_last"] == 10 + 3
     # delayed at its turn (i = 2, 8, 14): both others wait 53 us; delayed at another's turn
@@ -341,13 +344,39 @@ def test_a_small_delay_does_not_stand_out() -> None:
 
 
 def test_own_waits_sum_per_rank() -> None:
-    found = stragglers(_job(slow=0, delay_us=500.0, n=4, ranks=2))
+    found = stragglers(_job(slow=0, delay_us=500.0, n=6, ranks=2))
     assert [s["rank"] for s in found] == [0]
-    # rank 0 is last at i = 0, 2 (delayed at its turn: rank 1 waits 503 us), rank 1 at
-    # i = 1, 3 (its turn: rank 0 waits 3 us)
-    assert found[0]["times_last"] == 2
-    assert found[0]["own_wait_us"] == pytest.approx(3.0 * 2)
-    assert found[0]["caused_wait_us"] == pytest.approx(503.0 * 2)
+    # rank 0 is last at i = 0, 2, 4 (delayed at its turn: rank 1 waits 503 us), rank 1 at
+    # i = 1, 3, 5 (its turn: rank 0 waits 3 us)
+    assert found[0]["times_last"] == 3
+    assert found[0]["own_wait_us"] == pytest.approx(3.0 * 3)
+    assert found[0]["caused_wait_us"] == pytest.approx(503.0 * 3)
+    # two ranks: the noise is how late the other rank is when it is the one last
+    assert found[0]["evidence"]["noise_us"] == pytest.approx(3.0)
+
+
+def test_two_late_collectives_are_too_few_to_name_a_straggler() -> None:
+    assert stragglers(_job(slow=0, delay_us=500.0, n=4, ranks=2)) == []
+
+
+def test_lateness_within_the_jobs_own_noise_names_no_straggler() -> None:
+    """Rank 0 is last at most collectives, by 1-2 ms, while the others arrive 3-9 ms apart (a
+    control run of four gloo ranks on two shared cores): no straggler; the same rank 15 ms
+    late every time is one."""
+    others = [(4.5, 2.0, 10.5), (2.9, 1.4, 4.7), (1.1, 2.6, 10.3), (3.9, 0.0, 2.0), (0.6, 7.5, 5.2)]
+
+    def job(late_ms: float) -> list[dict[str, Any]]:
+        by_rank: dict[int, list[dict[str, Any]]] = {r: [] for r in range(4)}
+        for i, waits in enumerate(others):
+            last = 100_000.0 * i + 12_000.0
+            by_rank[0].append(rec(0, i, last + late_ms * 1e3, 5_000.0))
+            for r, w in enumerate(waits, 1):
+                by_rank[r].append(rec(r, i, last - w * 1e3, 5_000.0))
+        return match_collectives(by_rank)[0]
+
+    assert stragglers(job(0.0)) == []
+    (found,) = stragglers(job(15.0))
+    assert found["rank"] == 0 and found["evidence"]["late_instances"] == 5
 
 
 # -- records from a trace ----------------------------------------------------------------------

@@ -217,6 +217,12 @@ KERNELS: list[tuple[str, str, str | None]] = [
     ("void deep_ep::internode_ll::combine<false>(void*, void*)", "deepep", "all_to_all"),
     ("void deep_ep::intranode::barrier<8>(int**, int)", "deepep", "barrier"),
     ("void deep_ep::internode_ll::clean_low_latency_buffer<32>(int*, int)", "deepep", None),
+    # DeepEP's structure under a build's own namespace (or none)
+    ("void moe_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*)", "deepep", "all_to_all"),
+    ("void moe_ep::internode_ll::combine<false>(void*, void*)", "deepep", "all_to_all"),
+    ("void moe_ep::intranode::cached_notify_combine<8>(void**, int*, int)", "deepep", "all_to_all"),
+    ("internode::notify_dispatch<true>(int*)", "deepep", "all_to_all"),
+    ("void moe_ep::intranode::barrier<8>(int**, int)", "deepep", "barrier"),
     # pplx-kernels
     (
         "void pplx::dispatchKernel<__nv_bfloat16, __nv_bfloat16, false>(int*, unsigned long)",
@@ -321,6 +327,10 @@ KERNELS: list[tuple[str, str, str | None]] = [
 # prepare, generic dispatch/combine kernels, runtime calls, host ranges
 NOT_COMM = [
     "reduce_kernel",
+    # an expert-parallel build's layout kernel only counts tokens, in whatever namespace
+    "void moe_ep::layout::get_dispatch_layout<256>(long*, int*)",
+    "void moe_ep::internode::get_dispatch_layout<256>(long*, int*)",
+    "void moe_ep::intranode::clean_buffer<32>(int*, int)",
     "softmax_warp_forward",
     (
         "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
@@ -402,7 +412,7 @@ def test_every_row_fires() -> None:
 
 
 def test_table_values() -> None:
-    assert {r.family for r in COMM_PATTERNS} == set(FAMILIES)
+    assert {r.family for r in COMM_PATTERNS} | {"user"} == set(FAMILIES)  # user: the user's
     assert all(r.collective is None or r.collective in COLLECTIVES for r in COMM_PATTERNS)
     assert all(n and n == n.lower() for r in COMM_PATTERNS for n in r.needles)
 
@@ -569,3 +579,34 @@ def test_classify_table_agrees_with_classify() -> None:
     kinds = classify_table(table).column("kind").to_pylist()
     assert kinds == [classify(c, n)[1] for c, n in rows]
     assert kinds.count("comm") == len(KERNELS) + 1
+
+
+# -- an expert-parallel build's own namespace, the user's own patterns -------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "collective"),
+    [(n, c) for n, f, c in KERNELS if n.count("deep_ep::") == 1 and c is not None],
+)
+def test_an_expert_parallel_build_with_a_renamed_namespace_is_communication(
+    name: str, collective: str
+) -> None:
+    """The public DeepEP kernel names with the namespace a build gives them: still DeepEP's
+    all-to-all (the MoE training trace's 113 ms of dispatch/combine/notify were compute)."""
+    renamed = name.replace("deep_ep::", "ep_internal_v3::")
+    assert is_comm_kernel(renamed) and comm_family(renamed) == "deepep"
+    assert collective_of(renamed) == collective
+
+
+def test_the_users_patterns_come_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opscope.trace.commnames import USER_ENV, add_comm_kernels
+
+    name = "void acme::ring_allgather_xfer<4>(float*)"
+    monkeypatch.setenv(USER_ENV, "")
+    assert not is_comm_kernel(name)
+    add_comm_kernels(r"acme::\w+_xfer")
+    assert is_comm_kernel(name) and comm_family(name) == "user"
+    assert collective_of(name) == "all_gather"
+    assert not is_comm_kernel("void acme::gemm<4>(float*)")
+    with pytest.raises(ValueError, match="not a regular expression"):
+        add_comm_kernels("acme(")

@@ -57,7 +57,7 @@ def test_load_imbalance_off_the_job_path_saves_nothing(tmp_path: Path) -> None:
             if rank == 1 and e["name"] == "gemm_kernel":
                 e["dur"] = 590.0
 
-    rep = _job(tmp_path, edit=slow_gemms, late_rank=1, late_us=200.0)
+    rep = _job(tmp_path, edit=slow_gemms, late_rank=1, late_us=200.0, steps=True)
     f = _job_finding(rep, "load_imbalance")
     assert f["time_at_stake_us"] == pytest.approx(570.0)
     assert rep["critical_path"]["length_us"] == pytest.approx(3310.0)

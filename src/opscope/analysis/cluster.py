@@ -38,13 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from opscope.analysis import beside
+from opscope.analysis.job_files import unrelated_files
 from opscope.errors import OpscopeError, TraceError
+from opscope.trace.jobs import MixedJobsError
 
 SCHEDULER_ENV = "OPSCOPE_DASK_SCHEDULER"
 CONNECT_TIMEOUT_S = 10.0
 RETRIES = 2
 # environment the trace reader reads its limits from: the coordinator's go with each task
-_LIMIT_ENV = ("OPSCOPE_MAX_TRACE_BYTES", "OPSCOPE_MAX_INFLATE")
+# what the workers' readers must see as this process does (the user's comm kernels too)
+_LIMIT_ENV = ("OPSCOPE_MAX_TRACE_BYTES", "OPSCOPE_MAX_INFLATE", "OPSCOPE_COMM_KERNELS")
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as ranks finish (``stage``: ``read``,
@@ -477,9 +480,9 @@ def analyze_on_cluster(
                 peaks=options.peaks,
             )
         spans = [g["span"] for _f, g in good if g["span"] is not None]
-        reason = rep.unrelated_files(meta, [(int(a), int(b)) for a, b in spans])
+        reason = unrelated_files(meta, [(int(a), int(b)) for a, b in spans])
         if reason is not None:
-            raise OpscopeError(reason)
+            raise MixedJobsError(reason)
         job_meta = {**meta.to_json_dict(), "cached": meta.cached}
         [shared_meta] = client.scatter([job_meta], broadcast=True, hash=False)
         tasks: list[dict[str, Any]] = []

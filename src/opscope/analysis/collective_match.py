@@ -16,6 +16,7 @@ import numpy as np
 
 from opscope.analysis.collectives import P2P_TYPES, SAME_SIZE_TYPES
 from opscope.analysis.instance_table import InstanceBlock, Instances, straggler_sums
+from opscope.analysis.lateness import evidence
 
 # -- matching across ranks -------------------------------------------------------------------
 
@@ -383,9 +384,15 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
       slowed, gave the most-waited-for rank at most about a tenth; a rank slowed before each
       step's first collective gave 0.8 and more.)
 
+    * it is late beyond the job's own noise, consistently
+      (:func:`opscope.analysis.lateness.evidence`: later than the latest other rank by over
+      the median spread of the other ranks' arrivals at 3 collectives or more, and at half or
+      more of all the collectives where a rank is that late).  Its row says the test (``evidence``).
+
     Only the ranks that stand out are returned.
     """
     caused, own, times_last, rank_time = straggler_sums(instances)
+    seen_by: dict[int, dict[str, Any]] | None = None
     ranks = sorted(own, key=int)
     out: list[dict[str, Any]] = []
     for r in ranks:
@@ -394,6 +401,11 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         median = float(np.median(others)) if others else 0.0
         if mine <= 0 or mine < STRAGGLER_RATIO * median or mine < STRAGGLER_SHARE * rank_time:
             continue
+        if seen_by is None:  # every rank's lateness, once, when a rank is a candidate
+            seen_by = evidence(instances)
+        seen = dict(seen_by.get(int(r)) or {"above_noise": False})
+        if not seen.pop("above_noise"):
+            continue
         out.append(
             {
                 "rank": int(r),
@@ -401,6 +413,7 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "caused_wait_us": round(mine, 3),
                 "own_wait_us": round(own.get(r, 0.0), 3),
                 "cause": None,
+                "evidence": seen,
             }
         )
     out.sort(key=lambda d: (-d["caused_wait_us"], d["rank"]))

@@ -64,7 +64,8 @@ def figures(
     )
 
 
-def _comm_op(name: str) -> bool:
+def is_comm_op(name: str) -> bool:
+    """Whether a host op issues or waits for communication (not compute)."""
     return name.startswith(HOST_COMM_OPS) or collective_of_host_op(name) is not None
 
 
@@ -82,7 +83,7 @@ def host_comm_rows(index: EventIndex, rows: np.ndarray) -> tuple[np.ndarray, np.
     compute = (
         framework
         & computing[rows]
-        & ~name.passing(_comm_op)[rows]
+        & ~name.passing(is_comm_op)[rows]
         & ~member(index.thread[rows], backend_threads)
     )
     return work, rows[compute]

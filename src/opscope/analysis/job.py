@@ -93,6 +93,8 @@ class RankReport:
     roofline: Roofline | None = None
     collectives: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: each step's compute, communication left out (:func:`opscope.analysis.steps.step_compute`)
+    step_compute_us: dict[int, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +114,7 @@ class RankReport:
             "roofline": self.roofline.to_dict() if self.roofline is not None else None,
             "collectives": self.collectives,
             "extra": plain(self.extra),  # JSON-ready: the path's segments as a list
+            "step_compute_us": {str(k): v for k, v in self.step_compute_us.items()},
         }
 
     @classmethod
@@ -136,6 +139,7 @@ class RankReport:
             roofline=roofline_from_dict(d["roofline"]) if d.get("roofline") else None,
             collectives=list(d.get("collectives", [])),
             extra=dict(d.get("extra", {})),
+            step_compute_us={int(k): float(v) for k, v in (d.get("step_compute_us") or {}).items()},
         )
 
 
@@ -364,6 +368,38 @@ def summary(timeline: TimelineSummary, ops: OpTable) -> dict[str, Any]:
     }
 
 
+#: The timeline figures a job's summary gives per rank (max and median over the ranks).
+PER_RANK_FIGURES = (
+    "wall_us",
+    "device_span_us",
+    "device_busy_us",
+    "device_idle_us",
+    "comm_us",
+    "exposed_comm_us",
+)
+
+
+def per_rank_figures(ranks: Sequence[RankReport]) -> dict[str, dict[str, float]]:
+    """``{figure: {"max", "median", "max_rank"}}`` over the ranks, for each of
+    :data:`PER_RANK_FIGURES` some rank has: what a job's header shows (a sum of walls or
+    spans over ranks is no time anyone waited)."""
+    import statistics
+
+    out: dict[str, dict[str, float]] = {}
+    for name in PER_RANK_FIGURES:
+        got = {r.rank: getattr(r.timeline, name) for r in ranks}
+        vals = {k: float(v) for k, v in got.items() if v is not None}
+        if not vals:
+            continue
+        top = max(vals, key=lambda k: (vals[k], -k))
+        out[name] = {
+            "max": vals[top],
+            "median": float(statistics.median(vals.values())),
+            "max_rank": top,
+        }
+    return out
+
+
 def rank_summary(rr: RankReport) -> dict[str, Any]:
     """The compact line of one rank in a job report's ``ranks`` section."""
     top = [r.name for r in rr.ops.rows[:5] if r.device_self_us > 0]
@@ -399,6 +435,7 @@ __all__ = [
     "merge_sources",
     "merge_steps",
     "merge_timelines",
+    "per_rank_figures",
     "rank_summary",
     "roofline_from_dict",
     "summary",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,22 +29,26 @@ from opscope.analysis.distributed import distributed_section, has_distributed
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.instance_table import Instances
 from opscope.analysis.job import RankReport
+from opscope.analysis.job_files import not_one_job
 from opscope.analysis.job_findings import (
     comm_bandwidth,
     discount_waits,
     job_findings,
     rerank,
-    straggler_cause,
+    straggler_why,
+    window_notes,
+    worst_arrivals,
 )
+from opscope.analysis.job_role import chosen_rank
 from opscope.analysis.kernels import KernelRow, kernel_table
 from opscope.analysis.optable import OpTable, op_table, select_window
 from opscope.analysis.roofline import Roofline, annotate
 from opscope.analysis.roofline import roofline as roofline_of_report
-from opscope.analysis.steps import StepStats, step_stats
+from opscope.analysis.steps import StepStats, step_compute, step_stats
 from opscope.analysis.timeline import TimelineSummary, timeline_summary
-from opscope.errors import OpscopeError
 from opscope.trace import Trace, load
 from opscope.trace.gcpause import collector_paused
+from opscope.trace.jobs import MixedJobsError
 from opscope.trace.model import TraceMeta
 
 REPORT_SCHEMA = "opscope.report/1"
@@ -165,6 +168,8 @@ class Report:
         fresh = [out["steps"], out["ops"], out["op_shapes"]]
         if self.ranks:
             out["ranks"] = [job.rank_summary(r) for r in self.ranks]
+            if len(self.ranks) > 1:  # a job's headline figures per rank: max and median
+                out["summary"]["per_rank"] = job.per_rank_figures(self.ranks)
         out.update(self.extra)
         if self.roofline is not None:
             annotate(out, self.roofline)
@@ -223,7 +228,15 @@ def rank_report(report: Report, rank: int | None = None) -> RankReport:
         roofline=report.roofline,
         collectives=list(report.collectives),
         extra={k: v for k, v in report.extra.items() if k != "distributed"},
+        step_compute_us=_step_compute(report),
     )
+
+
+def _step_compute(report: Report) -> dict[int, float]:
+    """Each step of the report's window: its compute (none without the trace)."""
+    if report.trace is None:
+        return {}
+    return {k: v for k, v in step_compute(report.trace).items() if report._in_window(k)}
 
 
 def merge(
@@ -320,45 +333,13 @@ def matched(ranks: list[RankReport]) -> tuple[dict[int, list[dict[str, Any]]], I
 def _distributed(ranks: list[RankReport], got: Matching | None = None) -> dict[str, Any]:
     """The ``distributed`` section of a job: its ranks' collectives matched into instances
     (``got``: that matching, when the caller has it already)."""
-    _records, instances, warnings, clock = got if got is not None else matching(ranks)
-    late = [{**s, "cause": straggler_cause(int(s["rank"]), ranks)} for s in stragglers(instances)]
-    return distributed_section(ranks, instances, late, warnings, clock=clock)
-
-
-def not_one_job(trace: Trace) -> str | None:
-    """Why the files of a trace of several ranks are not ranks of one job, or None.
-
-    Unrelated traces (two runs recorded apart) must not be merged into one window: they are
-    refused when nothing names their ranks (no ``distributedInfo``, no ``rank<N>`` in the file
-    names) and their time windows do not overlap."""
-    meta = trace.meta
-    index = trace.index
-    spans: list[tuple[int, int]] = []
-    for r in meta.ranks:
-        rows = index.rank == r
-        if rows.any():
-            spans.append((int(index.start[rows].min()), int(index.end[rows].max())))
-    return unrelated_files(meta, spans)
-
-
-def unrelated_files(meta: TraceMeta, spans: list[tuple[int, int]]) -> str | None:
-    """:func:`not_one_job` of a job's stacked metadata and its ranks' ``(first start, last
-    end)`` in ns (ranks without events left out)."""
-    ranks = list(meta.ranks)
-    if len(ranks) < 2 or any(meta.rank_origin.get(r, "order") != "order" for r in ranks):
-        return None
-    spans = sorted(spans)
-    gaps = [b[0] - a[1] for a, b in pairwise(spans)]
-    if not gaps or min(gaps) <= 0:
-        return None
-    files = ", ".join(Path(p).name for p in meta.paths[:4]) + (
-        " ..." if len(meta.paths) > 4 else ""
-    )
-    return (
-        f"{files}: not ranks of one job (no distributedInfo or rank<N> in their names, and "
-        f"their time windows do not overlap: {min(gaps) / 1e9:.1f} s apart); report each file "
-        "on its own (opscope report FILE), or compare two with opscope diff A B"
-    )
+    records, instances, warnings, clock = got if got is not None else matching(ranks)
+    late = [{**s, **straggler_why(int(s["rank"]), ranks)} for s in stragglers(instances)]
+    if late:
+        worst = worst_arrivals(records, instances, [int(s["rank"]) for s in late])
+        late = [{**s, "worst": worst.get(int(s["rank"]))} for s in late]
+    notes = list(warnings) + window_notes(ranks, instances)
+    return distributed_section(ranks, instances, late, notes, clock=clock)
 
 
 def rank_traces(trace: Trace) -> list[Trace]:
@@ -469,6 +450,9 @@ def _analyze_rank(
                 report.findings = [*report.findings, *extra]
                 fixes += [critical.comm_bandwidth_fix(trace, collectives, f) for f in extra]
         graph, report.extra["critical_path"] = path_result()
+    role = trace.meta.extra.get("job_role")
+    if isinstance(role, dict) and isinstance(report.extra.get("distributed"), dict):
+        fixes += chosen_rank(report, role, findings)
     if findings and report.findings:
         # each finding's saving is the what-if of its fix on the window's path
         saved = critical.finding_savings(trace, graph, report.findings, fixes)
@@ -556,7 +540,7 @@ def analyze(
         return single
     reason = not_one_job(trace)
     if reason is not None:
-        raise OpscopeError(reason)
+        raise MixedJobsError(reason)
     traces = rank_traces(trace)
     parts = [
         job_rank(

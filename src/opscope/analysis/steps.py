@@ -8,6 +8,9 @@
   cost on the host), without the profiler's step marker and without opscope's device
   synchronisation, which is waiting, not work.
 * ``wall_us`` - the ProfilerStep span.
+
+:func:`step_compute` gives each step's compute alone (communication left out): what the job's
+load-imbalance test compares across ranks, step by step.
 """
 
 from __future__ import annotations
@@ -107,3 +110,26 @@ def step_stats(trace: Trace) -> list[StepStats]:
             )
         )
     return sorted(out, key=lambda s: s.step)
+
+
+def step_compute(trace: Trace) -> dict[int, float]:
+    """``{step: its compute in µs}``: on a CPU trace the computing ops' self time, the
+    communication ops left out (:func:`opscope.analysis.comm.is_comm_op`); on a device, its
+    kernels' and executions' time (no collectives, copies or sets)."""
+    from opscope.analysis.comm import is_comm_op
+
+    ops = trace.ops
+    if trace.device.kind == "cpu":
+        step_col = ints(ops.column("step"))
+        work = is_host_work(ops) & (step_col >= 0)
+        work &= ~Codes.of(ops.column("name")).passing(is_comm_op)
+        got, _ = _sum_by(step_col[work], ints(ops.column("self_ns"), 0)[work])
+    else:
+        ev = trace.events
+        dev = Codes.of(ev.column("source")).eq("device") & Codes.of(ev.column("kind")).isin(
+            ("kernel", "exec")
+        )
+        ev_step = ints(ev.column("step"))
+        dev &= ev_step >= 0
+        got, _ = _sum_by(ev_step[dev], ints(ev.column("dur_ns"), 0)[dev])
+    return {int(k): v / 1e3 for k, v in sorted(got.items())}

@@ -63,6 +63,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
         p.add_argument(
             "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
         )
+        _comm_kernels_option(p)
         mod.add_arguments(p)
     for old, new in ALIASES.items():
         if new not in mods:
@@ -81,6 +82,32 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
         mod.add_arguments(p)
         mods[old] = mod
     return parser, mods
+
+
+def _comm_kernels_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--comm-kernels",
+        metavar="REGEX",
+        action="append",
+        default=argparse.SUPPRESS,
+        help=(
+            "count device kernels whose name matches REGEX as communication (an in-house "
+            "library's; repeatable), e.g. --comm-kernels 'myccl::\\w+_kernel'"
+        ),
+    )
+
+
+def use_comm_kernels(patterns: Sequence[str]) -> None:
+    """``--comm-kernels``: each pattern checked (a bad one is a usage error), then set for
+    this process and the workers it starts (:data:`opscope.trace.commnames.USER_ENV`)."""
+    from opscope.errors import UsageError
+    from opscope.trace.commnames import add_comm_kernels, check_pattern
+
+    for regex in patterns:
+        why = check_pattern(regex)
+        if why is not None:
+            raise UsageError(f"--comm-kernels: {why}")
+    add_comm_kernels(*patterns)
 
 
 def trace_reader_memory() -> None:
@@ -151,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command not in PROFILER_COMMANDS and "pyarrow" not in sys.modules:
         trace_reader_memory()
     try:
+        if getattr(args, "comm_kernels", None):
+            use_comm_kernels(args.comm_kernels)
         if args.command in PROFILER_COMMANDS:
             from opscope.capture.stderr_filter import quiet_profiler_lines
 

@@ -52,7 +52,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     steps.add_argument(
         "--warmup", type=int, default=1, help="steps the profiler warms up (default 1)"
     )
-    steps.add_argument("--active", type=int, default=1, help="steps recorded (default 1)")
+    steps.add_argument(
+        "--active",
+        type=int,
+        default=None,
+        help=(
+            "steps recorded (default 1; 5 with --nproc N > 1 or under a launcher, enough to "
+            "tell a straggler from noise)"
+        ),
+    )
     steps.add_argument("--repeat", type=int, default=1, help="cycles to record (default 1)")
     steps.add_argument(
         "--skip-first", type=int, default=0, help="steps to skip before the first cycle"
@@ -173,6 +181,19 @@ def parse_neuron_config(items: list[list[str]] | None) -> dict[str, Any] | None:
             value = [v.strip() for v in text.split(",")] if "," in text else text
         config[key.strip()] = value
     return config
+
+
+def default_active(nproc: int | None) -> int:
+    """Steps recorded when --active is not given: one, or for a job of several ranks (--nproc
+    N > 1, or a launcher's WORLD_SIZE > 1) enough collectives to tell a straggler or an
+    imbalance from noise."""
+    from opscope.analysis.job_findings import MULTI_RANK_ACTIVE
+
+    try:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        world = 1
+    return MULTI_RANK_ACTIVE if (nproc or 1) > 1 or world > 1 else 1
 
 
 def child_options(args: argparse.Namespace, label: str) -> list[str]:
@@ -319,6 +340,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         program = program_from_args(args)
         neuron_config = parse_neuron_config(args.neuron_config)
+        if args.active is None:
+            args.active = default_active(args.nproc)
         if args.nproc is not None:
             return run_nproc(args, program)
         from opscope.capture.runner import RunnerOptions

@@ -107,6 +107,38 @@ class Instance(TypedDict):
     bytes: int | None
 
 
+class LatenessEvidence(TypedDict):
+    """A straggler's lateness against the job's noise (opscope.analysis.lateness)."""
+
+    instances: int
+    """Matched collectives it is a member of."""
+    times_last: int
+    late_instances: int
+    """Collectives where it arrived later than the latest other rank by over twice the noise."""
+    noise_us: float
+    """The job's noise: the median spread of the other ranks' arrivals (two ranks: the other
+    rank's median lateness when it was last)."""
+    median_late_us: float
+    test: str
+    """The test, in words."""
+
+
+class WorstArrival(TypedDict):
+    """A straggler's latest arrival at a collective it was last at."""
+
+    name: str
+    pg: str
+    seq: int
+    late_us: float
+    """After the latest other rank."""
+    t0: int
+    """The others' first arrival, ns."""
+    t1: int
+    """Its arrival, ns."""
+    event_ids: list[int]
+    """Every member's record of that collective: its op and its work."""
+
+
 class Straggler(TypedDict):
     """A rank the others wait for."""
 
@@ -116,6 +148,35 @@ class Straggler(TypedDict):
     own_wait_us: float
     cause: str | None
     """Why it is late, as far as the rank reports tell."""
+    cause_kind: NotRequired[str | None]
+    """What the cause suggests: ``data_loading``, ``compute``, ``host_sync``, ``region`` (the
+    program's own record_function range) or ``untraced`` (time no op shows)."""
+    cause_op: NotRequired[str | None]
+    """The op the rank spends longer in than the median rank, where one stands out."""
+    evidence: NotRequired[LatenessEvidence]
+    """The test its lateness passed: above the job's own noise, consistently."""
+    worst: NotRequired[WorstArrival | None]
+    """Its latest arrival: where the explorer's "show in timeline" zooms."""
+
+
+class JobRole(TypedDict):
+    """A rank reported alone (``--rank``): its part in the job (opscope.analysis.job_role)."""
+
+    rank: int
+    ranks: list[int]
+    """The job's ranks."""
+    straggler: bool
+    """Whether the job names this rank a straggler."""
+    stragglers: list[int]
+    times_last: int
+    caused_wait_us: float
+    """The others' waits for it, summed."""
+    others_wait_us_each: float
+    wait_us: float
+    """Its own waits for the others."""
+    evidence: LatenessEvidence | None
+    instances: int
+    """The job's matched collective instances."""
 
 
 class Distributed(TypedDict):
@@ -138,6 +199,8 @@ class Distributed(TypedDict):
     instances: list[Instance]
     stragglers: list[Straggler]
     warnings: list[str]
+    job_role: NotRequired[JobRole]
+    """A rank of a job reported alone (``--rank``): its role in the job."""
 
 
 __all__ = [

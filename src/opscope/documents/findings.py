@@ -1,6 +1,8 @@
 """Findings: ranked, evidenced statements about where time goes (``findings`` of a report; see
 docs/findings.md for the rules)."""
 
+from typing import Any
+
 from opscope.documents._typing import NotRequired, TypedDict
 
 
@@ -114,6 +116,18 @@ class FindingDetails(TypedDict, total=False):
     what_if: str
     """[hotspots] The ``--what-if`` spec of the finding's fix (``NAME=0``, or ``NAME@self=0``
     for the op's own work only): ``step_savings_us`` is its saving on the critical path."""
+    evidence: dict[str, Any]
+    """[straggler, load_imbalance] The test the claim passed against the job's own noise:
+    ``test`` in words; a straggler's ``late_instances``, ``noise_us``; an imbalance's
+    ``steps``, ``steps_above_noise``, ``noise_us``, ``median_excess_us``."""
+    cause_kind: str | None
+    """[straggler] What the cause suggests: ``data_loading``, ``compute``, ``host_sync``,
+    ``region`` or ``untraced`` (the advice follows it)."""
+    cause_op: str | None
+    """[straggler] The op the rank spends longer in than the median rank."""
+    worst: dict[str, Any] | None
+    """[straggler] Its latest arrival (``distributed.stragglers[].worst``): the collective,
+    ``late_us``, ``t0``/``t1`` and every rank's record's ``event_ids``."""
     # idle_gaps
     cause: str | None
     """[idle_gaps] ``host``, ``kernel-to-kernel`` or ``other``; [straggler] why the rank is

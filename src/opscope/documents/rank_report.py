@@ -47,6 +47,8 @@ class RankReport(TypedDict):
     collectives: list[CollectiveRecord]
     """The rank's collective calls, in issue order."""
     extra: RankExtra
+    step_compute_us: NotRequired[dict[str, float]]
+    """Each step's compute, communication left out, µs (the job's load-imbalance test)."""
 
 
 __all__ = ["RankExtra", "RankReport"]

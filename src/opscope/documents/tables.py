@@ -198,6 +198,15 @@ class Timeline(TypedDict):
     """The compute union the overlap is measured against."""
 
 
+class PerRankFigure(TypedDict):
+    """One figure of a job over its ranks."""
+
+    max: float
+    median: float
+    max_rank: int
+    """The rank of the max."""
+
+
 class Summary(Timeline):
     """A report's ``summary``: the timeline with the op table's totals."""
 
@@ -205,6 +214,10 @@ class Summary(Timeline):
     """All device time in the window (the op table's ``device_share`` denominator)."""
     cpu_busy_us: float
     """CPU self time of every op."""
+    per_rank: NotRequired[dict[str, PerRankFigure]]
+    """A job's: each of wall, device span, busy, idle, communication and exposed
+    communication over the ranks (the other figures of a job's summary are sums over its
+    ranks' devices; these are what its header shows)."""
 
 
 __all__ = [
@@ -213,6 +226,7 @@ __all__ = [
     "OpModule",
     "OpRow",
     "OpShapeRow",
+    "PerRankFigure",
     "ReplayLine",
     "StepRow",
     "Summary",

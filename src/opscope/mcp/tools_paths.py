@@ -88,10 +88,19 @@ def _distributed(session: Session, a: dict[str, Any]) -> Answer:
     ws = session.workspace
     data = ws.report(a["trace"])
     dist = data.get("distributed")
-    if not isinstance(dist, dict):
-        raise ToolError(
-            "this trace records no communication (no collectives on any rank): the "
-            "distributed section is absent; see summary and critical_path"
+    if not isinstance(dist, dict):  # one rank, no communication: an answer that says 0
+        summary = data.get("summary") or {}
+        none: dict[str, Any] = {
+            "trace": ws.get(a["trace"]).handle,
+            "distributed": None,
+            "comm_us": float(summary.get("comm_us") or 0.0),
+            "collectives": 0,
+            "stragglers": [],
+        }
+        return Answer(
+            "No communication: one rank and no collectives recorded (communication 0 µs, no "
+            "stragglers); see summary and critical_path for where the time goes.",
+            none,
         )
     out = fit({"trace": ws.get(a["trace"]).handle, "distributed": dist})
     d = out["distributed"]
@@ -191,10 +200,19 @@ TOOLS = [
         description=(
             "A job's communication: world size, ranks traced and missing, per rank compute, "
             "communication, exposed communication and waits; collectives by type with "
-            "bandwidth; collective instances matched across ranks; stragglers."
+            "bandwidth; collective instances matched across ranks; stragglers.  A trace of "
+            "one rank with no communication gets distributed null, comm_us 0."
         ),
         input_schema=s.args({"trace": s.TRACE}),
-        output=lambda: s.result({"distributed": s.shallow("Distributed")}, ["distributed"]),
+        output=lambda: s.result(
+            {
+                "distributed": {"anyOf": [s.shallow("Distributed"), {"type": "null"}]},
+                "comm_us": {"type": "number", "description": "no distributed section: 0"},
+                "collectives": {"type": "integer"},
+                "stragglers": {"type": "array"},
+            },
+            ["distributed"],
+        ),
         handler=_distributed,
     ),
     ToolSpec(

@@ -134,14 +134,14 @@ def distributed_section(data: dict[str, Any], top: int = 64) -> str:
         [
             _e(r.get("rank")),
             _e(r.get("times_last")),
-            _e(us(r.get("caused_wait_us"))),
+            _e(us(float(r.get("caused_wait_us") or 0.0) / max(1, len(d.get("ranks") or []) - 1))),
             _e(us(r.get("own_wait_us"))),
             _e(r.get("cause") or "—"),
         ]
         for r in d.get("stragglers") or []
     ]
     if late:
-        heads = ["rank", "times last", "others' wait", "own wait", "why"]
+        heads = ["rank", "times last", "others' wait each", "own wait", "why"]
         parts.append("<h3>Stragglers</h3>" + _table(heads, late, {1, 2, 3}))
     clock = d.get("clock") or {}
     missing = d.get("missing_ranks") or []

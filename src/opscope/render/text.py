@@ -137,6 +137,24 @@ def brief_block(console: Console, brief: Mapping[str, Any]) -> None:
     console.print()
 
 
+_PER_RANK_WORDS = (
+    ("wall_us", "wall"),
+    ("device_span_us", "device span"),
+    ("device_busy_us", "busy"),
+    ("device_idle_us", "idle"),
+)
+
+
+def _per_rank(per: dict[str, Any]) -> str:
+    """A job's per-rank figures: ``wall 84.8 / 79.7 ms`` (max / median)."""
+    parts = []
+    for key, word in _PER_RANK_WORDS:
+        got = per.get(key)
+        if isinstance(got, dict):
+            parts.append(f"{word} {us(got.get('max'))} / {us(got.get('median'))}")
+    return " · ".join(parts)
+
+
 def render_to(
     console: Console,
     data: dict[str, Any],
@@ -158,11 +176,15 @@ def render_to(
     )
     if dev.get("note"):
         console.print(f"[dim]{escape(dev['note'])}[/dim]")
-    console.print(
-        f"wall {us(s['wall_us'])} · device span {us(s.get('device_span_us'))} · busy "
-        f"{us(s['device_busy_us'])} · idle {us(s['device_idle_us'])} · device time "
-        f"{us(s['device_time_us'])}"
-    )
+    per = s.get("per_rank")
+    if isinstance(per, dict) and per:  # a job: per rank, never summed over the ranks
+        console.print(f"wall {us(s['wall_us'])} · per rank (max / median): " + _per_rank(per))
+    else:
+        console.print(
+            f"wall {us(s['wall_us'])} · device span {us(s.get('device_span_us'))} · busy "
+            f"{us(s['device_busy_us'])} · idle {us(s['device_idle_us'])} · device time "
+            f"{us(s['device_time_us'])}"
+        )
     comm = text_distributed.summary_line(data)
     if comm is not None:
         console.print(comm)
@@ -186,8 +208,9 @@ def render_to(
     ranks = ranks_table(data, top)
     if ranks is not None:
         console.print(
-            f"[dim]a job of {len(data['ranks'])} ranks: device figures are summed over the "
-            "ranks' devices; wall spans every rank[/dim]"
+            f"[dim]a job of {len(data['ranks'])} ranks: figures per rank are the max and the "
+            "median over the ranks (the JSON summary also sums them); wall spans every "
+            "rank[/dim]"
         )
     for w in [*src.get("warnings", []), *text_distributed.warnings(data)]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")

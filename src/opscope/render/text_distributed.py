@@ -29,6 +29,13 @@ def summary_line(data: dict[str, Any]) -> str | None:
     s = data.get("summary") or {}
     if not s.get("comm_us"):
         return None
+    per = s.get("per_rank") or {}
+    comm, exposed = per.get("comm_us"), per.get("exposed_comm_us")
+    if isinstance(comm, dict):  # a job: per rank, max / median
+        line = f"communication per rank {us(comm.get('max'))} / {us(comm.get('median'))}"
+        if isinstance(exposed, dict):
+            line += f" · exposed {us(exposed.get('max'))} / {us(exposed.get('median'))}"
+        return line + f" (max / median) · overlapped with compute {pct(s.get('overlap_share'))}"
     return (
         f"communication {us(s['comm_us'])} · exposed {us(s.get('exposed_comm_us'))} · "
         f"overlapped with compute {pct(s.get('overlap_share'))}"
@@ -44,7 +51,10 @@ def tables(data: dict[str, Any], top: int = 20) -> list[Table]:
     missing = d.get("missing_ranks") or []
     title = f"Communication per rank ({len(d.get('ranks') or [])} of {d.get('world_size')}"
     title += f", ranks from {d.get('rank_source')}"
-    title += f"; missing {len(missing)})" if missing else ")"
+    if d.get("job_role"):  # one rank chosen: the others are left out on purpose
+        title += f"; rank {d['job_role'].get('rank')} chosen)"
+    else:
+        title += f"; missing {len(missing)})" if missing else ")"
     t = Table(title=title, title_justify="left")
     for h in ("rank", "wall", "compute", "comm", "exposed", "overlap", "wait", "idle"):
         t.add_column(h, justify="right", no_wrap=True)
@@ -80,14 +90,15 @@ def tables(data: dict[str, Any], top: int = 20) -> list[Table]:
     stragglers = d.get("stragglers") or []
     if stragglers:
         t = Table(title="Stragglers (worst first)", title_justify="left")
-        for h in ("rank", "times last", "others' wait", "own wait"):
+        for h in ("rank", "times last", "others' wait each", "own wait"):
             t.add_column(h, justify="right", no_wrap=True)
         t.add_column("why")
+        others = max(1, len(d.get("ranks") or []) - 1)
         for r in stragglers[:top]:
             t.add_row(
                 str(r.get("rank")),
                 str(r.get("times_last")),
-                us(r.get("caused_wait_us")),
+                us(float(r.get("caused_wait_us") or 0.0) / others),
                 us(r.get("own_wait_us")),
                 Text(str(r.get("cause") or "—")),
             )

@@ -143,8 +143,11 @@ def check_steps(trace: Trace, steps: tuple[int, int]) -> None:
     raise StepsError(f"steps {asked}: no such step; the trace has steps {shown}")
 
 
-def only_rank(trace: Trace, rank: int) -> Trace:
-    """The events of one rank of ``trace`` as a trace of their own."""
+def only_rank(trace: Trace, rank: int, steps: tuple[int, int] | None = None) -> Trace:
+    """The events of one rank of ``trace`` as a trace of their own, its role in the job (the
+    job's collectives matched, :func:`opscope.analysis.job_role.job_role`) in its metadata's
+    ``extra["job_role"]``."""
+    from opscope.analysis.job_role import job_role
     from opscope.analysis.report import rank_traces
 
     ranks = list(trace.meta.ranks) or [0]
@@ -153,7 +156,10 @@ def only_rank(trace: Trace, rank: int) -> Trace:
         raise ServiceError(f"rank {rank}: not in this trace (its ranks: {shown})")
     if len(ranks) == 1:
         return trace
-    return next(t for t in rank_traces(trace) if t.meta.ranks == [rank])
+    subs = {t.meta.ranks[0]: t for t in rank_traces(trace)}
+    chosen = subs[rank]
+    chosen.meta.extra = {**chosen.meta.extra, "job_role": job_role(subs, rank, steps)}
+    return chosen
 
 
 class Workspace:
@@ -197,7 +203,7 @@ class Workspace:
 
         trace = load(path, cache=cache)
         if rank is not None:
-            trace = only_rank(trace, rank)
+            trace = only_rank(trace, rank, steps)
         trace = with_captures(trace, path, graph_capture, cache=cache)
         if steps is not None:
             check_steps(trace, steps)

@@ -37,6 +37,7 @@ from typing import Any
 import pyarrow as pa
 
 from opscope._version import __version__
+from opscope.trace.commnames import user_patterns
 from opscope.trace.schema import EVENT_SCHEMA, EVENT_SCHEMA_VERSION
 
 
@@ -90,6 +91,9 @@ def content_key(path: Path) -> str:
     """
     h = hashlib.sha256()  # SHA extensions make it the fastest of hashlib on x86
     h.update(f"opscope {__version__} schema {EVENT_SCHEMA_VERSION} {_reader_digest()}\n".encode())
+    user = user_patterns()
+    if user:  # the user's communication kernels class events at ingestion
+        h.update(f"comm kernels {user}\n".encode())
     size = path.stat().st_size
     n = min(os.cpu_count() or 1, 8)
     if size < _PARALLEL_HASH_BYTES or n < 2:

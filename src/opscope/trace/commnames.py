@@ -46,6 +46,10 @@ Families and where their names come from (the library's own kernel sources):
     ``deep_ep::internode::``, ``deep_ep::internode_ll::`` (``notify_dispatch``, ``dispatch``,
     ``cached_notify_combine``, ``combine``, ``barrier``, ``clean_low_latency_buffer``...).
     ``deep_ep::layout::get_dispatch_layout`` only counts tokens on the device: not comm.
+    The same structure under any other namespace is DeepEP's too (builds rename it): a
+    kernel whose identifier ends ``intranode::``, ``internode::`` or ``internode_ll::`` then a
+    name holding ``dispatch``, ``combine`` or ``notify`` (``my_ep::internode::combine``), or
+    ``barrier``.
 ``pplx``
     Perplexity's pplx-kernels all-to-all: ``pplx::`` kernels that dispatch or combine
     (``pplx::dispatchKernel``, ``pplx::combineKernel``).
@@ -77,6 +81,12 @@ Families and where their names come from (the library's own kernel sources):
     ranges (``gloo:all_reduce``, ``gloo:broadcast``).  Host rows (:func:`is_host_comm`), never a
     device kernel.
 
+``user``
+    The user's own patterns (in-house libraries): regular expressions searched in the whole
+    kernel name, from ``OPSCOPE_COMM_KERNELS`` (one per line; ``--comm-kernels REGEX`` on the
+    command line, :func:`add_comm_kernels` in Python).  They are tried first; the collective
+    is the first collective word the name holds, else None.  The trace cache keys on them.
+
 Decision on bare collective words: a kernel whose name only *contains* ``all_reduce``,
 ``allgather``, ``reduce_scatter``... outside these libraries is not communication.  Compute
 kernels are named after the collective they prepare (``mylib::all_reduce_cast_fp32``, a cast
@@ -92,6 +102,7 @@ c10d ops (``c10d::allreduce_``, ``c10d::_allgather_base_``...), functional colle
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -127,6 +138,7 @@ FAMILIES: tuple[str, ...] = (
     "neuron",
     "aiu",
     "gloo",
+    "user",
 )
 
 
@@ -277,6 +289,9 @@ def _nccl() -> tuple[CommPattern, ...]:
 
 
 _OWN = r"(?:^|::)"  # the identifier itself, in whatever namespace
+# an expert-parallel kernel's scope, in whatever namespace (DeepEP's structure)
+_EP_SCOPE = r"(?:^|::)(?:intranode|internode|internode_ll)::"
+_EP_NEEDLES = ("internode", "intranode")
 
 COMM_PATTERNS: tuple[CommPattern, ...] = (
     *_nccl(),
@@ -307,6 +322,14 @@ COMM_PATTERNS: tuple[CommPattern, ...] = (
     ),
     _row("custom_allreduce", "allreduce_fusion", rf"{_OWN}allreduce_fusion_kernel", "all_reduce"),
     *_named("deepep", "deep_ep::", r"^deep_ep::(?:intranode|internode|internode_ll)::", _EP_WORDS),
+    # the same kernels under a build's own namespace: the structure, not the name
+    _row(
+        "deepep",
+        _EP_NEEDLES,
+        rf"{_EP_SCOPE}(?!\w*layout)\w*(?:dispatch|combine|notify)",
+        "all_to_all",
+    ),
+    _row("deepep", _EP_NEEDLES, rf"{_EP_SCOPE}\w*barrier", "barrier"),
     *_named("pplx", "pplx::", r"^pplx::", _EP_WORDS[:1], catch_all=False),
     *_named("nvshmem", "nvshmem", rf"{_OWN}nvshmem", _NVSHMEM_WORDS),
     *_named("te_userbuffers", "userbuffers_", rf"{_OWN}k?userbuffers_", _USERBUFFERS_WORDS),
@@ -344,9 +367,66 @@ def kernel_identifier(name: str) -> str:
 _NEEDLES = tuple(dict.fromkeys(n for r in COMM_PATTERNS for n in r.needles))
 
 
-@lru_cache(maxsize=65536)
+#: The environment variable of the user's own patterns (one regular expression per line).
+USER_ENV = "OPSCOPE_COMM_KERNELS"
+
+
+def user_patterns() -> str:
+    """The user's patterns as set (:data:`USER_ENV`), "" when none."""
+    return os.environ.get(USER_ENV, "").strip()
+
+
+def check_pattern(regex: str) -> str | None:
+    """Why ``regex`` cannot be a pattern of communication kernels, or None."""
+    if not regex.strip():
+        return "an empty pattern"
+    try:
+        re.compile(regex)
+    except re.error as exc:
+        return f"{regex!r} is not a regular expression ({exc})"
+    return None
+
+
+def add_comm_kernels(*regexes: str) -> None:
+    """Count device kernels whose name matches any of ``regexes`` as communication, from the
+    next trace read on (an in-house library's kernels; ``--comm-kernels`` on the command
+    line).  Raises ValueError for a pattern that is not a regular expression."""
+    for regex in regexes:
+        why = check_pattern(regex)
+        if why is not None:
+            raise ValueError(why)
+    known = [r for r in user_patterns().splitlines() if r.strip()]
+    os.environ[USER_ENV] = "\n".join(dict.fromkeys([*known, *regexes]))
+
+
+@lru_cache(maxsize=64)
+def _user_rows(text: str) -> tuple[CommPattern, ...]:
+    rows = []
+    for regex in (r for r in text.splitlines() if r.strip()):
+        if check_pattern(regex) is not None:
+            continue
+        rows.append(CommPattern("user", (), regex, None, whole=True))
+    return tuple(rows)
+
+
+def _word_collective(name: str) -> str | None:
+    for collective, word in _WORDS:
+        if re.search(word, name, re.I):
+            return collective
+    return None
+
+
 def match(name: str) -> CommPattern | None:
-    """The first row of :data:`COMM_PATTERNS` that matches ``name``, or None."""
+    """The first row that matches ``name`` (the user's patterns, then
+    :data:`COMM_PATTERNS`), or None."""
+    return _match(name, user_patterns())
+
+
+@lru_cache(maxsize=65536)
+def _match(name: str, user: str) -> CommPattern | None:
+    for row in _user_rows(user) if user else ():
+        if row.regex.search(name):
+            return CommPattern("user", (), row.pattern, _word_collective(name), whole=True)
     low = name.lower()
     if not any(n in low for n in _NEEDLES):
         return None

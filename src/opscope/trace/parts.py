@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.trace.events import event_table
+from opscope.trace.jobs import MixedJobsError, mixed_jobs
 from opscope.trace.kineto.columns import KinetoParse
 from opscope.trace.link import link
 from opscope.trace.model import Trace, TraceMeta
@@ -123,7 +124,11 @@ def place(table: pa.Table, rank: int, offset: int) -> pa.Table:
 def combine_meta(
     files: list[Path], metas: list[dict[str, Any]], ranks: list[tuple[int, str]]
 ) -> TraceMeta:
-    """The metadata of the files' parts (``FilePart.meta`` each) stacked in order."""
+    """The metadata of the files' parts (``FilePart.meta`` each) stacked in order; files of
+    different jobs are refused (:func:`opscope.trace.jobs.mixed_jobs`)."""
+    reason = mixed_jobs(files, metas)
+    if reason is not None:
+        raise MixedJobsError(reason)
     meta = TraceMeta(paths=[str(f) for f in files], cached=bool(metas))
     for part_meta, (rank, origin) in zip(metas, ranks, strict=True):
         pm = TraceMeta.from_dict(part_meta)

@@ -211,11 +211,12 @@ def _waits_of(idx: EventIndex, graph: Graph, rows: np.ndarray) -> np.ndarray:
 def collective_rows(
     trace: Trace, records: Sequence[Mapping[str, Any]], name: Any, pg: Any
 ) -> np.ndarray:
-    """The rows of the device work of a rank's collectives called ``name`` in group ``pg``."""
+    """The rows of the device work of a rank's collectives called ``name`` in group ``pg``
+    (``name`` None: every collective of the rank)."""
     ids = [
         int(w)
         for r in records
-        if r.get("name") == name and r.get("pg") == pg
+        if name is None or (r.get("name") == name and r.get("pg") == pg)
         for w in (r.get("work_event_ids") or [])
     ]
     if not ids:

@@ -19,6 +19,11 @@ workers), after which that rank is contracted again:
   link - the pieces of that collective's device work, on every rank, scaled by the time the
   finding says would remain over the time measured.
 
+A rank's ``comm_exposed`` finding in a job is measured on the job path too: its rank's
+collectives' device work taken away (``scale_comm`` of every collective, factor 0), the job
+weighing no waits, so what it saves is the transfers' time the job feels, never the waits a
+straggler causes (those are the straggler's).
+
 A straggler none of whose late arrivals is on the job path saves 0; a finding whose fix the
 graph cannot express keeps ``step_savings_us`` null.
 """
@@ -46,6 +51,8 @@ if TYPE_CHECKING:
     from opscope.analysis.critical.model import Graph
 
 JOB_KINDS = frozenset({"straggler", "load_imbalance", "comm_bandwidth"})
+#: A rank's findings measured on the job path as well (a job of matched collectives).
+RANK_KINDS = frozenset({"comm_exposed"})
 
 Change = dict[str, Any]
 """A fix projected onto one rank: ``{"kind": "scale_compute", "factor"}``, ``{"kind":
@@ -128,6 +135,11 @@ def _changes(
     touches nothing on the job path);
     ``solved()``: the summaries' window path, solved once when first asked for."""
     kind, details = f.get("kind"), f.get("details") or {}
+    if kind == "comm_exposed":
+        rank = f.get("rank")
+        if rank is None:
+            return None
+        return {int(rank): {"kind": "scale_comm", "collective": None, "pg": None, "factor": 0.0}}
     if kind == "straggler":
         rank = details.get("rank")
         if rank is None:
@@ -170,8 +182,9 @@ def job_finding_savings(
     findings: Sequence[Mapping[str, Any]],
     recontract: Recontract,
 ) -> list[float | None]:
-    """``step_savings_us`` of each of ``findings`` (None where it is not a job finding, or
-    its fix cannot be projected; see the module docstring): ``summaries`` and ``members`` as
+    """``step_savings_us`` of each of ``findings`` (None where it is not a job finding or a
+    rank's :data:`RANK_KINDS` finding, or its fix cannot be projected; see the module
+    docstring): ``summaries`` and ``members`` as
     the job path was solved with, ``recontract`` where the ranks' events are."""
     asked: dict[int, list[Change]] = {}
     plans: list[dict[int, int] | None] = []  # per finding: {rank: its change's position}
@@ -183,7 +196,8 @@ def job_finding_savings(
         return window[0]
 
     for f in findings:
-        if f.get("kind") not in JOB_KINDS or f.get("rank") is not None:
+        on_job = f.get("kind") in JOB_KINDS and f.get("rank") is None
+        if not on_job and not (f.get("kind") in RANK_KINDS and f.get("rank") is not None):
             plans.append(None)
             continue
         changes = _changes(f, summaries, solved, instances)

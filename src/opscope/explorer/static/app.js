@@ -373,8 +373,9 @@ function renderFindings(r) {
       `${e.note || "evidence"}: ${e.t0 !== undefined ? fmtNs(e.t0) + " → " + fmtNs(e.t1) : ""} events ${(e.event_ids || []).join(", ")}`));
     const note = criticalNote(f);
     if (note) ev.push(note);
-    box.append(el("div", { class: "finding", dataset: { testid: "finding", kind: f.kind || "" } },
-      el("h3", {}, el("span", { class: "sev " + (f.severity || ""), text: f.severity || "" }), `${f.id || i + 1}. ${label ? "[" + label + "] " : ""}${f.title}`),
+    // numbered as shown (a group of ranks' findings is one entry): F1, F2, ... without gaps
+    box.append(el("div", { class: "finding", dataset: { testid: "finding", kind: f.kind || "", id: f.id || "" } },
+      el("h3", {}, el("span", { class: "sev " + (f.severity || ""), text: f.severity || "" }), `F${i + 1}. ${label ? "[" + label + "] " : ""}${f.title}`),
       el("div", { class: "meta", text: `${fmtUs(f.time_at_stake_us)} at stake (${pct(f.share)})` + spread + (f.confidence ? ` · confidence ${f.confidence}` : "") }),
       el("p", { text: f.recommendation || "" }),
       ev.length ? el("ul", {}, ...ev) : null,
