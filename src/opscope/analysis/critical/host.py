@@ -386,8 +386,28 @@ def handoffs(b: Build, parent: np.ndarray, hrows: np.ndarray | None = None) -> N
 EARLY_RESUME_SCAN = 64
 
 
+def _by_end(idx: EventIndex, hrows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The host rows sorted by thread, then end, with their threads and ends: what
+    :func:`_last_ended` searches."""
+    rows = hrows[np.lexsort((idx.end[hrows], idx.thread[hrows]))]
+    return rows, idx.thread[rows], idx.end[rows]
+
+
+def _last_ended(by_end: tuple[np.ndarray, np.ndarray, np.ndarray], tcode: int, t: int) -> int:
+    """The row of thread ``tcode`` that ended last at or before ``t`` (-1 none)."""
+    rows, th, ends = by_end
+    a = int(np.searchsorted(th, tcode, side="left"))
+    b = int(np.searchsorted(th, tcode, side="right"))
+    k = a + int(np.searchsorted(ends[a:b], t, side="right")) - 1
+    return int(rows[k]) if k >= a else -1
+
+
 def _busy_at(
-    idx: EventIndex, hrows: np.ndarray, calls: np.ndarray, at: np.ndarray, nxt: np.ndarray
+    idx: EventIndex,
+    by_end: tuple[np.ndarray, np.ndarray, np.ndarray],
+    calls: np.ndarray,
+    at: np.ndarray,
+    nxt: np.ndarray,
 ) -> np.ndarray:
     """Per collective call, its work's end ``at`` and the next start ``nxt`` on the call's
     thread after it: whether the thread was busy at ``at`` inside an event that ended before
@@ -397,21 +417,12 @@ def _busy_at(
     event of the thread that ended last before ``nxt`` started is the one to look at: an
     event that ends by then and started before ``at`` spans it."""
     out = np.zeros(len(at), dtype=bool)
-    if not len(at):
-        return out
     start, end, thread = idx.start, idx.end, idx.thread
-    threads = thread[calls]
     waits = np.zeros(idx.n, dtype=bool)
     waits[calls] = True
-    by_end = hrows[np.lexsort((end[hrows], thread[hrows]))]
-    th, ends = thread[by_end], end[by_end]
-    lo = np.searchsorted(th, threads, side="left")
-    hi = np.searchsorted(th, threads, side="right")
     for i in np.flatnonzero(nxt >= 0).tolist():
-        a, b = int(lo[i]), int(hi[i])
-        k = a + int(np.searchsorted(ends[a:b], start[nxt[i]], side="right")) - 1
-        if k >= a:
-            last = by_end[k]
+        last = _last_ended(by_end, int(thread[calls[i]]), int(start[nxt[i]]))
+        if last >= 0:
             out[i] = bool(end[last] > at[i] and start[last] < at[i] and not waits[last])
     return out
 
@@ -455,18 +466,19 @@ def host_collectives(
         k = a + int(np.searchsorted(hst[a:b], end[ranges[i]], side="left"))
         if k < b:
             nxt[i] = hs[k]
-    ok = (nxt >= 0) & ~_busy_at(idx, hrows, calls, end[ranges], nxt)
+    by_end = _by_end(idx, hrows)
+    ok = (nxt >= 0) & ~_busy_at(idx, by_end, calls, end[ranges], nxt)
     r_ok, n_ok = ranges[ok], nxt[ok]
     np.maximum.at(resume_after, n_ok, end[r_ok])
     edges.add(end_node[r_ok], start_node[n_ok], start[n_ok] - end[r_ok], (CPU, n_ok, RESUME))
-    _early_resumes(bd, (ranges, calls), (hs, lo, hi), mids or {}, resume_after)
+    _early_resumes(bd, (ranges, calls), (hs, lo, hi, by_end), mids or {}, resume_after)
     return resume_after
 
 
 def _early_resumes(
     bd: Build,
     pairs: tuple[np.ndarray, np.ndarray],
-    by_thread: tuple[np.ndarray, np.ndarray, np.ndarray],
+    by_thread: tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]],
     mids: dict[int, tuple[int, int]],
     resume_after: np.ndarray,
 ) -> None:
@@ -476,14 +488,12 @@ def _early_resumes(
     on the caller's thread in the second half of the time from the mid to the range's end
     whose idle gap before it is at least half the time since the mid
     (:data:`EARLY_RESUME_SCAN` starts looked at).  ``by_thread``: the host rows
-    sorted by thread and start, and each call's slice of them."""
-    idx, start_node, hrows = bd.idx, bd.start_node, bd.hrows
+    sorted by thread and start, each call's slice of them, and :func:`_by_end`'s order."""
+    idx, start_node = bd.idx, bd.start_node
     start, end, thread = idx.start, idx.end, idx.thread
     ranges, calls = pairs
-    hs, lo, hi = by_thread
+    hs, lo, hi, by_end = by_thread
     hst = start[hs]
-    by_end = hrows[np.lexsort((end[hrows], thread[hrows]))]
-    th_e, ends = thread[by_end], end[by_end]
     src: list[int] = []
     dst: list[int] = []
     t_src: list[int] = []
@@ -493,17 +503,15 @@ def _early_resumes(
         if node < 0:
             continue
         a, b = int(lo[i]), int(hi[i])
-        tcode = thread[calls[i]]
-        e_lo = int(np.searchsorted(th_e, tcode, side="left"))
-        e_hi = int(np.searchsorted(th_e, tcode, side="right"))
+        tcode = int(thread[calls[i]])
         first = a + int(np.searchsorted(hst[a:b], t0, side="left"))
         for k in range(first, min(b, first + EARLY_RESUME_SCAN)):
             t = int(hst[k])
             if t >= end[r]:
                 break  # the ordinary resume edge's
             # the thread's idle gap before this start: from the last end before it
-            m = e_lo + int(np.searchsorted(ends[e_lo:e_hi], t, side="right")) - 1
-            g0 = int(ends[m]) if m >= e_lo else t0
+            m = _last_ended(by_end, tcode, t)
+            g0 = int(end[m]) if m >= 0 else t0
             late = t >= t0 + (int(end[r]) - t0) / 2  # in the second half of the wait
             if late and t - g0 >= (t - t0) / 2:
                 src.append(node)
