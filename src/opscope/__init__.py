@@ -12,6 +12,8 @@ and does not import torch: reading and analysing traces needs no torch at all.
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from opscope._version import __version__
@@ -60,3 +62,30 @@ def __getattr__(name: str) -> Any:
             importlib.import_module("opscope.render.text")
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'opscope' has no attribute {name!r}")
+
+
+class _OptimizePackage(types.ModuleType):
+    """The ``opscope.optimize`` package, callable as the API's ``opscope.optimize(target,
+    example_inputs, device=None, ...)``: once any of its modules is imported, the package is
+    what ``opscope.optimize`` names (the import system sets it), and it stays the function."""
+
+    def __call__(
+        self, target: Any, example_inputs: Any, device: str | None = None, **kw: Any
+    ) -> Any:
+        from opscope.experiment import optimize
+
+        return optimize(target, example_inputs, device, **kw)
+
+
+class _Package(types.ModuleType):
+    """``opscope`` itself: the import system's ``setattr(opscope, "optimize", package)`` makes
+    that package callable here, at the top, so the core package need not know the API that
+    prints its results (``opscope.experiment``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "optimize" and type(value) is types.ModuleType:
+            value.__class__ = _OptimizePackage
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

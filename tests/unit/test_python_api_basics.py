@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,27 @@ def test_print_of_a_report_shows_the_text_report(
     out = capsys.readouterr().out
     assert "1 events" in out and "aten::mm" in out and "Report(" not in out
     assert "Report(" in repr(report)  # repr stays the dataclass's
+
+
+def test_optimize_is_callable_before_and_after_its_package_is_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``opscope.optimize(...)`` is the API whether it resolves to the lazy function or, once
+    any of its modules was imported, to the package (made callable by the top package, so
+    the core package need not import the API that prints its results)."""
+    import importlib
+
+    import opscope
+    import opscope.experiment
+
+    calls: list[tuple[object, ...]] = []
+    monkeypatch.setattr(
+        opscope.experiment, "optimize", lambda *a, **kw: calls.append((*a, kw)) or "result"
+    )
+    importlib.import_module("opscope.optimize.result")
+    assert isinstance(opscope.optimize, types.ModuleType)
+    assert opscope.optimize.result.OptimizeResult  # still the package
+    assert opscope.optimize("f", ("x",), "cpu", budget_s=0) == "result"
+    assert calls == [("f", ("x",), "cpu", {"budget_s": 0})]
+    src = (Path(opscope.__file__).parent / "optimize" / "__init__.py").read_text()
+    assert "opscope.experiment" not in src

@@ -12,23 +12,3 @@ returns :class:`~opscope.optimize.result.OptimizeResult` (data; the renderers pr
 """
 
 from __future__ import annotations
-
-import sys
-import types
-from typing import Any
-
-
-class _CallableModule(types.ModuleType):
-    """``opscope.optimize(target, example_inputs, device=None, ...)`` works whether
-    ``opscope.optimize`` is reached as this package (once any of its modules was imported) or
-    through ``opscope``'s lazy attributes."""
-
-    def __call__(
-        self, target: Any, example_inputs: Any, device: str | None = None, **kw: Any
-    ) -> Any:
-        from opscope.experiment import optimize
-
-        return optimize(target, example_inputs, device, **kw)
-
-
-sys.modules[__name__].__class__ = _CallableModule
