@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opscope.capture.devices import DeviceSpec, resolve_device
+from opscope.capture.devices import QUERY_ERRORS, DeviceSpec, resolve_device
 from opscope.capture.distributed import World, agreed_run_dir, detect, process_groups
 from opscope.capture.program import Program, ProgramOutcome, load_program
 from opscope.capture.schedule import Schedule
@@ -170,7 +170,7 @@ def device_for_rank(name: str | None, world: World | None) -> str | None:
     count_fn = getattr(getattr(torch, spec.backend, None), "device_count", None)
     try:
         count = int(count_fn()) if count_fn is not None else 1
-    except Exception:
+    except QUERY_ERRORS:  # resolve_device queries it again and notes the failure
         count = 1
     index = world.local_rank if world.local_rank < count else 0
     return f"{spec.backend}:{index}"
