@@ -207,3 +207,50 @@ def test_spec_is_frozen() -> None:
     with pytest.raises(AttributeError):
         spec.kind = "cuda"  # type: ignore[misc]
     assert isinstance(spec, DeviceSpec)
+
+
+def _raise(exc: BaseException) -> Any:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise exc
+
+    return fail
+
+
+def test_a_failing_device_query_is_said_in_the_notes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the name query fails: the properties' name is used and the note says why
+    fake_cuda(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "get_device_name", _raise(RuntimeError("driver gone")))
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda i=0: SimpleNamespace(name="From props")
+    )
+    spec = resolve_device("cuda:1")
+    assert spec.name == "From props"
+    assert any("get_device_name(1) raised RuntimeError: driver gone" in n for n in spec.notes)
+    # the device count fails: the index goes unchecked, and the notes say so
+    monkeypatch.setattr(torch.cuda, "device_count", _raise(RuntimeError("no count")))
+    spec = resolve_device("cuda:5")
+    assert spec.torch_device == "cuda:5"
+    assert any("device_count() raised RuntimeError: no count" in n for n in spec.notes)
+    assert any("was not checked against a device count" in n for n in spec.notes)
+    assert spec.to_dict()["notes"] == list(spec.notes)
+
+
+def test_a_healthy_device_has_no_query_notes(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cuda(monkeypatch)
+    assert resolve_device("cuda").notes == ()
+
+
+def test_a_failing_activity_query_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cuda(monkeypatch)
+    monkeypatch.setattr(torch.profiler, "supported_activities", _raise(RuntimeError("kineto")))
+    spec = resolve_device("cuda")
+    assert spec.activities == (ProfilerActivity.CPU,)
+    assert any("supported_activities() raised RuntimeError: kineto" in n for n in spec.notes)
+
+
+def test_an_unexpected_error_in_a_query_is_not_swallowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a bug in a backend (not what a device query raises) is not taken for a missing name
+    fake_cuda(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "get_device_name", _raise(ZeroDivisionError("bug")))
+    with pytest.raises(ZeroDivisionError):
+        resolve_device("cuda")

@@ -14,7 +14,7 @@ from opscope.analysis.collective_match import (
     match_collectives,
     stragglers,
 )
-from opscope.analysis.collectives import RECORD_KEYS, _collective_type, collective_records
+from opscope.analysis.collectives import RECORD_KEYS, collective_records
 from opscope.trace import load_document
 
 
@@ -47,50 +47,6 @@ def rec(
         "end_ns": end,
         "dur_us": dur_us,
     }
-
-
-# -- names -------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("raw", "kind"),
-    [
-        ("allreduce", "all_reduce"),
-        ("c10d::allreduce_", "all_reduce"),
-        ("c10d::allreduce_coalesced_", "all_reduce"),
-        ("nccl:all_reduce", "all_reduce"),
-        ("gloo:all_reduce", "all_reduce"),
-        ("_c10d_functional::all_reduce", "all_reduce"),
-        (
-            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
-            "all_reduce",
-        ),
-        ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_gather"),
-        ("c10d::_allgather_base_", "all_gather"),
-        ("nccl:_all_gather_base", "all_gather"),
-        ("allgather_into_tensor_coalesced", "all_gather"),
-        ("_c10d_functional::all_gather_into_tensor", "all_gather"),
-        ("_reduce_scatter_base", "reduce_scatter"),
-        ("c10d::reduce_scatter_tensor_coalesced_", "reduce_scatter"),
-        ("c10d::alltoall_base_", "all_to_all"),
-        ("nccl:all_to_all", "all_to_all"),
-        ("all_to_allv", "all_to_all"),
-        ("c10d::broadcast_", "broadcast"),
-        ("c10d::reduce_", "reduce"),
-        ("c10d::barrier", "barrier"),
-        ("c10d::monitored_barrier_", "barrier"),
-        ("c10d::send", "send"),
-        ("c10d::recv_", "recv"),
-        ("c10d::recv_any_source_", "recv"),
-        ("c10d::gather_", "gather"),
-        ("gloo:scatter", "scatter"),
-        ("wait", "wait"),
-        ("_c10d_functional::wait_tensor", "wait"),
-        ("something_new", "somethingnew"),
-    ],
-)
-def test_collective_type(raw: str, kind: str) -> None:
-    assert _collective_type(raw) == kind
 
 
 # -- matching --------------------------------------------------------------------------------

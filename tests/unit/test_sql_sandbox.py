@@ -18,7 +18,7 @@ import pytest
 
 from opscope.errors import OpscopeError
 from opscope.service import ServiceError, Workspace
-from opscope.trace import Trace, TraceMeta, load, sqlsafe
+from opscope.trace import Trace, TraceMeta, load, sqlrows, sqlsafe
 from trace_checks import KINETO_LIKE
 
 SLOW = "SELECT sum(a.range * b.range) FROM range(100000000) a, range(100000000) b"
@@ -434,7 +434,7 @@ def test_workspace_rows_are_json_safe_over_odd_types(trace_file: Path) -> None:
     json.dumps(out, allow_nan=False)
     (row,) = odd["rows"]
     assert odd["columns"] == [*row]  # duplicate names made unique, rows keyed alike
-    assert sqlsafe.unique_columns(["a", "a", "a_2", "b"]) == ["a", "a_2", "a_2_2", "b"]
+    assert sqlrows.unique_columns(["a", "a", "a_2", "b"]) == ["a", "a_2", "a_2_2", "b"]
     assert row == {
         "d": 1.5,
         "nan": "NaN",

@@ -505,7 +505,7 @@ def _blocks(data: bytes, size: int) -> list[bytes]:
 
 @pytest.mark.parametrize("size", [7, 4096, 1 << 20])
 def test_long_blank_runs_are_squeezed_across_blocks(size: int) -> None:
-    from opscope.trace.jsonstream import BLANK_RUN, Blanks, squeeze_blanks
+    from opscope.trace.jsonblanks import BLANK_RUN, Blanks, squeeze_blanks
 
     mixed = b"\n  " * BLANK_RUN  # holds newlines: can never be inside a string
     spaces = b" " * (3 * BLANK_RUN)
@@ -521,7 +521,7 @@ def test_long_blank_runs_are_squeezed_across_blocks(size: int) -> None:
 
 @given(st.lists(st.sampled_from([b"{", b"}", b'"k":', b"1,", b" ", b"\n", b"ab"]), max_size=80))
 def test_squeezing_leaves_short_runs_alone(parts: list[bytes]) -> None:
-    from opscope.trace.jsonstream import Blanks, squeeze_blanks
+    from opscope.trace.jsonblanks import Blanks, squeeze_blanks
 
     data = b"".join(parts)
     assert b"".join(squeeze_blanks(_blocks(data, 3), Blanks())) == data

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from opscope.analysis.collectives import P2P_TYPES
+from opscope.trace.commnames import P2P_TYPES
 
 MIN_OFFSET_US = 50.0
 SUPPORT = 5.0

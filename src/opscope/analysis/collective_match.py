@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from opscope.analysis.collectives import P2P_TYPES, SAME_SIZE_TYPES
 from opscope.analysis.instance_table import InstanceBlock, Instances, straggler_sums
 from opscope.analysis.lateness import evidence
+from opscope.trace.commnames import P2P_TYPES, SAME_SIZE_TYPES
 
 # -- matching across ranks -------------------------------------------------------------------
 

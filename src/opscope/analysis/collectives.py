@@ -48,8 +48,9 @@ is the anchor's (the kernel's or the range's for a record without a host call) a
 gloo range; empty when the times are the host call's own), so that a front-end can find the
 record of a selected event and draw the work.
 
-**Sizes.**  ``bytes`` is ``max(In msg nelems, Out msg nelems)`` times the dtype's size when
-``record_param_comms`` says so; otherwise the recorded shapes (``record_shapes=True``) of the
+**Sizes** (:mod:`opscope.analysis.collective_sizes`).  ``bytes`` is ``max(In msg nelems,
+Out msg nelems)`` times the dtype's size when ``record_param_comms`` says so; otherwise the
+recorded shapes (``record_shapes=True``) of the
 chain's events: the largest argument (a tensor list counts as its total) over the chain, times
 the size of the first tensor type recorded.  For an ``all_gather`` into a list only the input
 is recorded, so ``bytes`` is the input's size there.  (Gloo traces of PyTorch 2.13 hold no
@@ -70,7 +71,6 @@ window (``steps``) the count starts at the window: analyse every rank over the s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -78,184 +78,30 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
+from opscope.analysis.collective_sizes import bytes_of, int_arg, scalar_type, shape_size
+from opscope.trace.commnames import (
+    OP_PREFIXES,
+    P2P_TYPES,
+    PARAM_COMMS,
+    RANGE_PREFIXES,
+    WAIT,
+    WORK_RANGE_PREFIXES,
+    collective_of,
+    collective_of_host_op,
+    host_spelling,
+    is_wait,
+)
+
 if TYPE_CHECKING:
     from opscope.trace import Trace
 
-# -- names -----------------------------------------------------------------------------------
 
-# Host op prefixes of the collectives (c10d ops, functional collectives)
-_OP_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::")
-# Backend ranges: nested in the host op (nccl:, ucc:) or on the backend's thread (gloo:)
-_RANGE_PREFIXES = ("nccl:", "gloo:", "ucc:", "mpi:", "xccl:", "hccl:")
-_PARAM_COMMS = "record_param_comms"
-# Backends whose range is the work itself (CPU backends); an NCCL range on the host thread
-# only enqueues the kernel
-_INLINE_RANGES = ("gloo:", "mpi:", "ucc:")
-
-# compact spelling (lower case, no underscores, suffixes cut) -> collective type
-_TYPES = {
-    "allreduce": "all_reduce",
-    "allgather": "all_gather",
-    "allgatherv": "all_gather",
-    "reducescatter": "reduce_scatter",
-    "reducescatterv": "reduce_scatter",
-    "alltoall": "all_to_all",
-    "alltoallv": "all_to_all",
-    "broadcast": "broadcast",
-    "bcast": "broadcast",
-    "reduce": "reduce",
-    "gather": "gather",
-    "scatter": "scatter",
-    "send": "send",
-    "recv": "recv",
-    "recvanysource": "recv",
-    "sendrecv": "send_recv",
-    "barrier": "barrier",
-    "monitoredbarrier": "barrier",
-    "wait": "wait",
-    "waittensor": "wait",
-}
-_SUFFIXES = ("coalesced", "intotensor", "tensor", "single", "base", "inplace")
-COLLECTIVE_TYPES = frozenset(_TYPES.values()) - {"wait"}
-#: Point-to-point types: counted and matched apart from the collectives.
-P2P_TYPES = frozenset({"send", "recv", "send_recv"})
-#: Types whose size is the same on every rank (the matcher checks ``bytes`` only for these).
-SAME_SIZE_TYPES = frozenset(
-    {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "barrier"}
-)
-
-
-def _collective_type(name: str) -> str:
-    """The collective type of a collective's name as traces spell it: a ``Collective name``
-    (``allreduce``, ``_allgather_base``, ``allgather_into_tensor_coalesced``), a host op
-    (``c10d::allreduce_``, ``_c10d_functional::all_gather_into_tensor``), a backend range
-    (``nccl:all_reduce``, ``gloo:all_gather``) or an NCCL kernel
-    (``ncclKernel_AllReduce_RING_LL_Sum_float(...)``, ``ncclDevKernel_AllGather_RING_LL``).
-    Coalesced, base and into-tensor variants are their base type (``raw_name`` keeps the
-    detail).  An unknown name gives its compact lower-case spelling."""
-    text = name.strip()
-    low = text.lower()
-    if low.startswith(("nccldevkernel_", "ncclkernel_")):
-        text = text.split("_", 2)[1]
-    else:
-        for prefix in _OP_PREFIXES + _RANGE_PREFIXES:
-            if low.startswith(prefix):
-                text = text[len(prefix) :]
-                break
-        text = text.split("(", 1)[0]
-    compact = text.lower().replace("_", "").replace(" ", "")
-    changed = True
-    while changed and compact not in _TYPES:
-        changed = False
-        for suffix in _SUFFIXES:
-            if compact.endswith(suffix) and len(compact) > len(suffix):
-                compact = compact[: -len(suffix)]
-                changed = True
-    return _TYPES.get(compact, compact)
-
-
-# -- dtypes ----------------------------------------------------------------------------------
-
-#: Element sizes by ScalarType name, as ``record_param_comms`` spells the ``dtype``.
-DTYPE_BYTES = {
-    "Float": 4,
-    "Double": 8,
-    "Half": 2,
-    "BFloat16": 2,
-    "Int": 4,
-    "Long": 8,
-    "Short": 2,
-    "Byte": 1,
-    "Char": 1,
-    "Bool": 1,
-    "ComplexHalf": 4,
-    "ComplexFloat": 8,
-    "ComplexDouble": 16,
-    "UInt16": 2,
-    "UInt32": 4,
-    "UInt64": 8,
-    "QInt8": 1,
-    "QUInt8": 1,
-    "QInt32": 4,
-    "QUInt4x2": 1,
-    "QUInt2x4": 1,
-    "Float8_e4m3fn": 1,
-    "Float8_e4m3fnuz": 1,
-    "Float8_e5m2": 1,
-    "Float8_e5m2fnuz": 1,
-    "Float8_e8m0fnu": 1,
-    "Float4_e2m1fn_x2": 1,
-}
-# ``Input type`` (record_shapes) spells C++ types: the ScalarType of each
-_CPP_TYPES = {
-    "float": "Float",
-    "double": "Double",
-    "int": "Int",
-    "long": "Long",
-    "long int": "Long",
-    "long long": "Long",
-    "int64_t": "Long",
-    "short": "Short",
-    "short int": "Short",
-    "unsigned char": "Byte",
-    "signed char": "Char",
-    "bool": "Bool",
-    "c10::complex<float>": "ComplexFloat",
-    "c10::complex<double>": "ComplexDouble",
-    "c10::complex<c10::Half>": "ComplexHalf",
-    "unsigned short": "UInt16",
-    "unsigned int": "UInt32",
-    "unsigned long": "UInt64",
-}
-
-
-def _scalar_type(spelling: Any) -> str | None:
-    """A tensor type as ScalarType name (``float`` -> ``Float``, ``c10::BFloat16`` ->
-    ``BFloat16``); None for what is not a tensor type (``TensorList``, ``Scalar``, ``""``)."""
-    if not isinstance(spelling, str) or not spelling:
-        return None
-    if spelling in DTYPE_BYTES:
-        return spelling
-    if spelling in _CPP_TYPES:
-        return _CPP_TYPES[spelling]
-    bare = spelling.removeprefix("c10::")
-    return bare if bare in DTYPE_BYTES else None
-
-
-def _nelems(dims: Any) -> int | None:
-    """Elements of one recorded argument: a shape (``[96, 64]``), a tensor list's shapes
-    (``[[96, 64], [96]]``, summed), None when nothing is recorded."""
-    if not isinstance(dims, list) or not dims:
-        return None
-    if all(isinstance(d, int) for d in dims):
-        return math.prod(dims)
-    total = [_nelems(d) for d in dims]
-    known = [t for t in total if t is not None]
-    return sum(known) if known else None
-
-
-def _shape_size(args: Mapping[str, Any]) -> tuple[int | None, str | None]:
-    """(elements of the largest recorded argument, first tensor type) of an event's args."""
-    dims = args.get("Input Dims")
-    types = args.get("Input type")
-    counts = [_nelems(d) for d in dims] if isinstance(dims, list) else []
-    known = [c for c in counts if c is not None]
-    dtype = None
-    if isinstance(types, list):
-        dtype = next((t for t in map(_scalar_type, types) if t is not None), None)
-    return (max(known) if known else None), dtype
-
-
-def _int_arg(args: Mapping[str, Any], *keys: str) -> int | None:
-    for key in keys:
-        value = args.get(key)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value)
-    return None
+def _kind(name: str) -> str:
+    """The collective type of a host-side name: a ``Collective name``, a c10d op, a backend
+    range (:func:`opscope.trace.commnames.collective_of_host_op`); a name that the vocabulary
+    does not know keeps its compact spelling (:func:`~opscope.trace.commnames.host_spelling`),
+    so that a new collective makes records of its own type rather than none."""
+    return collective_of_host_op(name) or host_spelling(name)
 
 
 #: ``args`` keys naming the collective instance a device transfer belongs to (IBM AIU).
@@ -342,14 +188,13 @@ def collective_records(trace: Trace, steps: tuple[int, int] | None = None) -> li
     values = [str(v) for v in idx.name.values]
     is_op_name = np.array(
         [
-            v == _PARAM_COMMS
-            or (v.startswith(_OP_PREFIXES) and _collective_type(v) in COLLECTIVE_TYPES)
+            v == PARAM_COMMS or (v.startswith(OP_PREFIXES) and collective_of_host_op(v) is not None)
             for v in values
         ],
         dtype=bool,
     )
     is_range_name = np.array(
-        [v.startswith(_RANGE_PREFIXES) and _collective_type(v) != "wait" for v in values],
+        [v.startswith(RANGE_PREFIXES) and not is_wait(v) for v in values],
         dtype=bool,
     )
     framework = idx.is_framework
@@ -470,12 +315,12 @@ def _link_work(hosts: list[_Chain], works: list[_Chain], start: np.ndarray, name
     thread (gloo), first in first out (see the module docstring); the linked anchors."""
     by_type: dict[str, list[_Chain]] = {}
     for w in works:
-        by_type.setdefault(_collective_type(names[w.anchor]), []).append(w)
+        by_type.setdefault(_kind(names[w.anchor]), []).append(w)
     for group in by_type.values():
         group.sort(key=lambda w: int(start[w.anchor]))
     hosts_by_type: dict[str, list[_Chain]] = {}
     for h in hosts:
-        hosts_by_type.setdefault(_collective_type(names[h.anchor]), []).append(h)
+        hosts_by_type.setdefault(_kind(names[h.anchor]), []).append(h)
     linked: set[int] = set()
     for kind, group_hosts in hosts_by_type.items():
         free = by_type.get(kind, [])
@@ -508,18 +353,12 @@ def _pg_fields(args: Mapping[str, Any], ctx: _Ctx) -> tuple[str, int | None]:
     name = args.get("Process Group Name")
     unnamed = name in (None, "")
     pg = str(name) if not unnamed else (ctx.only_pg if ctx.only_pg is not None else "0")
-    size = _int_arg(args, "Group size")
+    size = int_arg(args, "Group size")
     if size is None:
         size = ctx.pg_sizes.get(pg)
     if size is None and unnamed:
         size = ctx.world
     return pg, size
-
-
-def _bytes_of(nelems: int | None, dtype: str | None) -> int | None:
-    if nelems is None or dtype is None or dtype not in DTYPE_BYTES:
-        return None
-    return int(nelems) * DTYPE_BYTES[dtype]
 
 
 def _timed(rec: dict[str, Any], arrival: int, end: int, work: list[int]) -> dict[str, Any]:
@@ -533,38 +372,38 @@ def _timed(rec: dict[str, Any], arrival: int, end: int, work: list[int]) -> dict
 def _host_record(ctx: _Ctx, c: _Chain, kernels: list[int]) -> dict[str, Any] | None:
     idx, range_rows = ctx.idx, ctx.range_rows
     names = idx.name
-    params = [r for r in c.rows if names[r] == _PARAM_COMMS]
+    params = [r for r in c.rows if names[r] == PARAM_COMMS]
     rpc = _args(idx, params[0]) if params else {}
     coll_name = rpc.get("Collective name")
     members = list(c.rows) + ([c.work] if c.work >= 0 else [])
     ranges = [r for r in members if range_rows[r]]
     if isinstance(coll_name, str) and coll_name:
-        kind = _collective_type(coll_name)
+        kind = _kind(coll_name)
     else:
-        named = [r for r in c.rows if names[r] != _PARAM_COMMS] + ranges
+        named = [r for r in c.rows if names[r] != PARAM_COMMS] + ranges
         if not named:  # a record_param_comms alone that names nothing
             return None
-        kind = _collective_type(names[named[0]])
-    if kind == "wait":
+        kind = _kind(names[named[0]])
+    if kind == WAIT:
         return None
     kernel_args = [_args(idx, k) for k in kernels[:1]]
-    seq = _int_arg(rpc, "Seq", "seq")
+    seq = int_arg(rpc, "Seq", "seq")
     if seq is None and kernel_args:
-        seq = _int_arg(kernel_args[0], "Seq", "seq")
+        seq = int_arg(kernel_args[0], "Seq", "seq")
     sized = ("In msg nelems", "Out msg nelems")
     src = next((a for a in [rpc, *kernel_args] if any(k in a for k in sized)), {})
     pg, pg_size = _pg_fields(src or rpc, ctx)
     if src:
-        ins = _int_arg(src, "In msg nelems")
-        outs = _int_arg(src, "Out msg nelems")
+        ins = int_arg(src, "In msg nelems")
+        outs = int_arg(src, "Out msg nelems")
         counts = [n for n in (ins, outs) if n is not None]
         nelems = max(counts) if counts else None
-        dtype = _scalar_type(src.get("dtype"))
+        dtype = scalar_type(src.get("dtype"))
     else:
         nelems, dtype = None, None
         types: list[str] = []
         for r in sorted(members, key=lambda r: (not range_rows[r], r)):
-            n, t = _shape_size(_args(idx, r))
+            n, t = shape_size(_args(idx, r))
             if n is not None:
                 nelems = n if nelems is None else max(nelems, n)
             if t is not None:
@@ -578,7 +417,7 @@ def _host_record(ctx: _Ctx, c: _Chain, kernels: list[int]) -> dict[str, Any] | N
         "pg": pg,
         "pg_size": pg_size,
         "seq": seq,
-        "bytes": _bytes_of(nelems, dtype),
+        "bytes": bytes_of(nelems, dtype),
         "dtype": dtype,
     }
     if kernels:
@@ -586,7 +425,7 @@ def _host_record(ctx: _Ctx, c: _Chain, kernels: list[int]) -> dict[str, Any] | N
         return _timed(rec, int(idx.start[k].min()), int(idx.end[k].max()), list(kernels))
     if c.work >= 0:
         return _timed(rec, int(idx.start[c.work]), int(idx.end[c.work]), [c.work])
-    inline = [r for r in ranges if names[r].startswith(_INLINE_RANGES)]
+    inline = [r for r in ranges if names[r].startswith(WORK_RANGE_PREFIXES)]
     if inline:  # a backend that works on the calling thread, inside the call (gloo send)
         return _timed(rec, int(idx.start[inline[0]]), int(idx.end[inline[0]]), [inline[0]])
     return _timed(rec, int(idx.start[c.anchor]), int(idx.end[c.anchor]), [])
@@ -595,10 +434,10 @@ def _host_record(ctx: _Ctx, c: _Chain, kernels: list[int]) -> dict[str, Any] | N
 def _range_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     """A backend range with no host call in the trace (gloo work whose call is outside)."""
     idx = ctx.idx
-    kind = _collective_type(idx.name[row])
-    if kind == "wait":
+    kind = _kind(idx.name[row])
+    if kind == WAIT:
         return None
-    nelems, dtype = _shape_size(_args(idx, row))
+    nelems, dtype = shape_size(_args(idx, row))
     pg, pg_size = _pg_fields({}, ctx)
     rec: dict[str, Any] = {
         "name": kind,
@@ -606,7 +445,7 @@ def _range_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
         "pg": pg,
         "pg_size": pg_size,
         "seq": None,
-        "bytes": _bytes_of(nelems, dtype),
+        "bytes": bytes_of(nelems, dtype),
         "dtype": dtype,
     }
     return _timed(rec, int(idx.start[row]), int(idx.end[row]), [row])
@@ -627,15 +466,13 @@ def _instance_of(ctx: _Ctx, row: int) -> str | None:
 
 def _instance_record(ctx: _Ctx, instance: str, rows: list[int]) -> tuple[int, dict[str, Any]]:
     """(first row, record) of the transfers of one collective instance on one rank."""
-    from opscope.trace.commnames import collective_of
-
     idx = ctx.idx
     rows = sorted(rows, key=lambda r: (int(idx.start[r]), r))
     named = [c for r in rows if (c := collective_of(idx.name[r])) is not None]
     kind = next((c for c in named if c not in P2P_TYPES), named[0] if named else None)
     if kind is None:
-        kind = _collective_type(instance.split("_", 1)[0])
-    sizes = [b for r in rows if (b := _int_arg(_args(idx, r), "Bytes")) is not None]
+        kind = _kind(instance.split("_", 1)[0])
+    sizes = [b for r in rows if (b := int_arg(_args(idx, r), "Bytes")) is not None]
     pg, pg_size = _pg_fields({}, ctx)
     rec: dict[str, Any] = {
         "name": kind,
@@ -657,29 +494,22 @@ def _kernel_record(ctx: _Ctx, row: int) -> dict[str, Any] | None:
     coll_name = args.get("Collective name")
     if not isinstance(coll_name, str) or not coll_name:
         return None
-    kind = _collective_type(coll_name)
-    if kind == "wait":
+    kind = _kind(coll_name)
+    if kind == WAIT:
         return None
     pg, pg_size = _pg_fields(args, ctx)
-    counts = [n for n in (_int_arg(args, "In msg nelems"), _int_arg(args, "Out msg nelems")) if n]
-    dtype = _scalar_type(args.get("dtype"))
+    counts = [n for n in (int_arg(args, "In msg nelems"), int_arg(args, "Out msg nelems")) if n]
+    dtype = scalar_type(args.get("dtype"))
     rec: dict[str, Any] = {
         "name": kind,
         "raw_name": idx.name[row],
         "pg": pg,
         "pg_size": pg_size,
-        "seq": _int_arg(args, "Seq", "seq"),
-        "bytes": _bytes_of(max(counts) if counts else None, dtype),
+        "seq": int_arg(args, "Seq", "seq"),
+        "bytes": bytes_of(max(counts) if counts else None, dtype),
         "dtype": dtype,
     }
     return _timed(rec, int(idx.start[row]), int(idx.end[row]), [row])
 
 
-__all__ = [
-    "COLLECTIVE_TYPES",
-    "DTYPE_BYTES",
-    "INSTANCE_KEYS",
-    "RECORD_KEYS",
-    "SAME_SIZE_TYPES",
-    "collective_records",
-]
+__all__ = ["INSTANCE_KEYS", "RECORD_KEYS", "collective_records"]

@@ -26,14 +26,14 @@ import numpy as np
 from opscope.analysis.intervals import overlap_ns, union_ns
 from opscope.analysis.optable import host_work
 from opscope.trace.arrays import member, unique_ints
-from opscope.trace.commnames import collective_of_host_op, is_host_comm
+from opscope.trace.commnames import OP_PREFIXES, PARAM_COMMS, collective_of_host_op, is_host_comm
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
 
 # Host-side ops that issue or wait for communication: not compute (with every name that
 # opscope.trace.commnames reads as a collective)
-HOST_COMM_OPS = ("c10d::", "c10d_functional::", "_c10d_functional::", "record_param_comms")
+HOST_COMM_OPS = (*OP_PREFIXES, PARAM_COMMS)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,16 @@ _DEVICE_ACTIVITY = {
 }
 
 
+#: What a torch device query raises when it fails: RuntimeError from the C++ side or the driver,
+#: AssertionError from a lazy init in a build without the backend, AttributeError/TypeError from
+#: a partial backend module, ValueError/OSError from a driver's answer.
+QUERY_ERRORS = (RuntimeError, AssertionError, AttributeError, TypeError, ValueError, OSError)
+
+
+def _failed(what: str, exc: BaseException) -> str:
+    return f"{what} raised {type(exc).__name__}: {exc}"
+
+
 @dataclass(frozen=True)
 class DeviceSpec:
     """A device chosen for profiling.
@@ -79,7 +89,7 @@ class DeviceSpec:
         if acc is not None and hasattr(acc, "synchronize"):
             try:
                 current = acc.current_accelerator()
-            except Exception:  # older or partial implementations: fall back to the module
+            except QUERY_ERRORS:  # older or partial implementations: fall back to the module
                 current = None
             if current is not None and current.type == device_type:
                 acc.synchronize(torch.device(self.torch_device))
@@ -166,7 +176,7 @@ def privateuse1_backend_name() -> str | None:
 
     try:
         got = torch._C._get_privateuse1_backend_name()
-    except Exception:  # very old torch: no PrivateUse1 renaming
+    except AttributeError:  # very old torch: no PrivateUse1 renaming
         return None
     if not isinstance(got, str) or not got or got == UNREGISTERED_PRIVATEUSE1:
         return None
@@ -187,8 +197,8 @@ def _is_available(torch: Any, module_name: str) -> tuple[bool, str]:
         return False, f"torch.{module_name} has no is_available()"
     try:
         ok = bool(check())
-    except Exception as exc:
-        return False, f"torch.{module_name}.is_available() raised {type(exc).__name__}: {exc}"
+    except QUERY_ERRORS as exc:
+        return False, _failed(f"torch.{module_name}.is_available()", exc)
     return ok, f"torch.{module_name}.is_available() is False"
 
 
@@ -213,23 +223,30 @@ def _auto(torch: Any) -> DeviceSpec:
 
 def _accelerator_spec(torch: Any, kind: str, backend: str, index: int | None) -> DeviceSpec:
     module = getattr(torch, backend)
-    count = _call_int(module, "device_count")
+    notes: list[str] = []
+    count = _call_int(module, "device_count", notes)
+    if count is None and hasattr(module, "device_count"):
+        notes.append(f"the index {backend}:{index or 0} was not checked against a device count")
     if index is None:
-        index = _call_int(module, "current_device") or 0
+        current = _call_int(module, "current_device", notes)
+        if current is None and hasattr(module, "current_device"):
+            notes.append(f"the current device is not known: {backend}:0 is profiled")
+        index = current or 0
     if count is not None and index >= count:
         raise DeviceError(
             f"device '{backend}:{index}' is not available: "
             f"torch.{backend}.device_count() is {count}"
         )
-    activities, notes = _activities(torch, kind)
+    activities, activity_notes = _activities(torch, kind)
+    name = _device_name(module, kind, index, notes)
     return DeviceSpec(
         kind=kind,
         torch_device=f"{backend}:{index}",
-        name=_device_name(module, kind, index),
+        name=name,
         index=index,
         activities=activities,
         backend=backend,
-        notes=notes,
+        notes=(*activity_notes, *notes),
     )
 
 
@@ -249,12 +266,13 @@ def _cpu_spec(torch: Any) -> DeviceSpec:
 def _activities(torch: Any, kind: str) -> tuple[tuple[Any, ...], tuple[str, ...]]:
     """CPU plus the device's activity, each only if this build supports it."""
     activity = torch.profiler.ProfilerActivity
+    notes: list[str] = []
     try:
         supported = set(torch.profiler.supported_activities())
-    except Exception:  # a broken Kineto build: the CPU activity always works
+    except QUERY_ERRORS as exc:  # a broken Kineto build: the CPU activity always works
         supported = {activity.CPU}
+        notes.append(_failed("torch.profiler.supported_activities()", exc))
     chosen = [activity.CPU]
-    notes: list[str] = []
     wanted = _DEVICE_ACTIVITY.get(kind)
     if wanted is not None:
         member = getattr(activity, wanted, None)
@@ -268,34 +286,36 @@ def _activities(torch: Any, kind: str) -> tuple[tuple[Any, ...], tuple[str, ...]
     return tuple(chosen), tuple(notes)
 
 
-def _call_int(module: Any, attr: str) -> int | None:
+def _call_int(module: Any, attr: str, notes: list[str]) -> int | None:
+    """``module.attr()`` as an int; None when there is no such function or it fails (then
+    ``notes`` says why)."""
     fn = getattr(module, attr, None)
     if fn is None:
         return None
     try:
         return int(fn())
-    except Exception:
+    except QUERY_ERRORS as exc:
+        notes.append(_failed(f"{getattr(module, '__name__', 'torch')}.{attr}()", exc))
         return None
 
 
-def _device_name(module: Any, kind: str, index: int) -> str:
-    for attr in ("get_device_name",):
+def _device_name(module: Any, kind: str, index: int, notes: list[str]) -> str:
+    """The device's name from ``get_device_name``, else ``get_device_properties``, else its
+    kind; a query that fails is said in ``notes``."""
+    where = getattr(module, "__name__", "torch")
+    for attr in ("get_device_name", "get_device_properties"):
         fn = getattr(module, attr, None)
-        if fn is not None:
-            try:
-                got = fn(index)
-                if isinstance(got, str) and got:
-                    return got
-            except Exception:
-                pass
-    props_fn = getattr(module, "get_device_properties", None)
-    if props_fn is not None:
+        if fn is None:
+            continue
         try:
-            got = getattr(props_fn(index), "name", None)
-            if isinstance(got, str) and got:
-                return got
-        except Exception:
-            pass
+            got = fn(index)
+        except QUERY_ERRORS as exc:
+            notes.append(_failed(f"{where}.{attr}({index})", exc))
+            continue
+        if attr == "get_device_properties":
+            got = getattr(got, "name", None)
+        if isinstance(got, str) and got:
+            return str(got)
     return {"neuron": "AWS Neuron", "privateuse1": "PrivateUse1 device"}.get(kind, kind.upper())
 
 

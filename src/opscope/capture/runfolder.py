@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
+import socket
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -145,3 +148,23 @@ def read_run_json(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(schema, str) or not schema.startswith("opscope.run/"):
         raise OpscopeError(f"{p}: not an opscope run.json (schema {schema!r})")
     return data
+
+
+def run_environment() -> dict[str, Any]:
+    """What ``run.json`` says of the process that ran: ``command``, ``cwd``, ``hostname``,
+    ``pid``, ``platform``, ``python`` and ``torch`` (its version, CUDA's and HIP's)."""
+    import torch
+
+    return {
+        "command": list(sys.argv),
+        "cwd": os.getcwd(),
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": {
+            "version": str(torch.__version__),
+            "cuda": getattr(torch.version, "cuda", None),
+            "hip": getattr(torch.version, "hip", None),
+        },
+    }

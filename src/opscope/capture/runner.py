@@ -43,32 +43,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import threading
 import time
 import warnings
-import weakref
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from opscope.capture import active as active_mod
-from opscope.capture.devices import DeviceSpec, resolve_device
+from opscope.capture.devices import QUERY_ERRORS, DeviceSpec, resolve_device
 from opscope.capture.distributed import World, agreed_run_dir, detect, process_groups
-from opscope.capture.program import LoadedProgram, Program, ProgramOutcome, load_program
+from opscope.capture.program import Program, ProgramOutcome, load_program
 from opscope.capture.schedule import Schedule
-from opscope.capture.stepmarks import (
-    DECORATOR_GLOBAL,
-    OptimizerSteps,
-    PostImportPatch,
-    StepFnTarget,
-    decorate_in_tree,
-    wrap_in_module,
-    wrap_step_fn,
-)
+from opscope.capture.stepclaims import StepClaims
+from opscope.capture.stepmarkers import StepMarkers
 from opscope.errors import OpscopeError, ScheduleError
 
 Log = Callable[[str], None]
@@ -183,7 +170,7 @@ def device_for_rank(name: str | None, world: World | None) -> str | None:
     count_fn = getattr(getattr(torch, spec.backend, None), "device_count", None)
     try:
         count = int(count_fn()) if count_fn is not None else 1
-    except Exception:
+    except QUERY_ERRORS:  # resolve_device queries it again and notes the failure
         count = 1
     index = world.local_rank if world.local_rank < count else 0
     return f"{spec.backend}:{index}"
@@ -205,16 +192,11 @@ class _Driver:
             if self.world is not None and self.world.multi
             else None
         )
-        self.target = StepFnTarget.parse(options.step_fn) if options.step_fn else None
-        self.target_in_main = False
-        self.import_patch: PostImportPatch | None = None
-        self.optimizers: OptimizerSteps | None = None
+        self.markers = StepMarkers(options.step_fn, self.mark, self._on_signal, options.signals)
+        self.claims = StepClaims()
 
         self.t0 = time.monotonic()
         self.steps = 0
-        self.source: str | None = None
-        self.owner: Any = None  # weakref to the optimizer that claimed the steps
-        self.ignored: Counter[str] = Counter()
         self.busy = False
         self.session: Any = None  # the open ProfileSession
         self.session_trigger = ""
@@ -226,8 +208,6 @@ class _Driver:
         self.captures: list[Capture] = []
         self.messages: list[str] = []
         self.dist_info: dict[str, Any] | None = None
-        self.previous_handler: Any = None
-        self.previous_api: Any = None
 
     # -- prefixes and logging ----------------------------------------------------------------
 
@@ -235,86 +215,14 @@ class _Driver:
         prefix = f"opscope[rank {self.world.rank}]" if self.multi and self.world else "opscope"
         self.log(f"{prefix}: {text}")
 
-    # -- program editing (step functions in __main__) -----------------------------------------
-
-    def transform(self, tree: Any, filename: str, module: str | None) -> None:
-        target = self.target
-        if target is None:
-            return
-        main_file = Path(os.path.realpath(filename))
-        if not target.is_main(main_file, module):
-            return
-        self.target_in_main = True
-        if decorate_in_tree(tree, target.qualname) == 0:
-            raise OpscopeError(
-                f"--step-fn {target.where}:{target.qualname}: no `def {target.parts[-1]}` "
-                f"(or `{target.parts[-1]} = …`) found for {target.qualname} in {filename}"
-            )
-
-    # -- installing and removing the markers ---------------------------------------------------
-
-    def install(self, loaded: LoadedProgram) -> None:
-        self.previous_api = active_mod.set_handler(self.mark_api)
-        loaded.extra_globals[DECORATOR_GLOBAL] = self._decorator
-        if self.target is None:
-            self.optimizers = OptimizerSteps(self.mark)
-            self.optimizers.install()
-        elif not self.target_in_main:
-            target = self.target
-
-            def patch(module: Any) -> None:
-                wrap_in_module(module, target.qualname, self.mark)
-
-            self.import_patch = PostImportPatch(target, patch)
-            self.import_patch.install()
-        if (
-            self.options.signals
-            and hasattr(signal, "SIGUSR2")
-            and threading.current_thread() is threading.main_thread()
-        ):
-            self.previous_handler = signal.signal(signal.SIGUSR2, self._on_signal)
-
-    def uninstall(self) -> None:
-        active_mod.set_handler(self.previous_api)
-        if self.optimizers is not None:
-            self.optimizers.uninstall()
-        if self.import_patch is not None:
-            self.import_patch.uninstall()
-        if self.previous_handler is not None:
-            signal.signal(signal.SIGUSR2, self.previous_handler)
-            self.previous_handler = None
-
-    def _decorator(self, fn: Any) -> Any:
-        return wrap_step_fn(fn, self.mark)
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        # a signal handler only sets a flag: the capture starts at the next step boundary
-        self.signals_pending += 1
-
     # -- marks ---------------------------------------------------------------------------------
 
-    def mark_api(self, source: str) -> None:
-        self.mark(source, None)
-
-    def _claim(self, source: str, owner: object) -> bool:
-        if self.source is None or (self.source == source and self._owner_gone()):
-            self.source = source
-            self.owner = _weak(owner)
-            return True
-        if source != self.source:
-            self.ignored[source] += 1
-            return False
-        if self.owner is not None and owner is not None and self.owner() is not owner:
-            self.ignored[f"{source} (another optimizer)"] += 1
-            return False
-        return True
-
-    def _owner_gone(self) -> bool:
-        return self.owner is not None and self.owner() is None
+    def _on_signal(self) -> None:
+        self.signals_pending += 1
 
     def mark(self, source: str, owner: object) -> None:
         """The end of one program step (from any marker)."""
-        if self.busy or not self._claim(source, owner):
+        if self.busy or not self.claims.claim(source, owner):
             return
         self.steps += 1
         self.busy = True
@@ -513,11 +421,12 @@ class _Driver:
         return error
 
     def no_steps_message(self) -> str:
-        if self.target is not None:
-            where = f"{self.target.where}:{self.target.qualname}"
-            if self.import_patch is not None and not self.import_patch.done:
+        target, patch = self.markers.target, self.markers.import_patch
+        if target is not None:
+            where = f"{target.where}:{target.qualname}"
+            if patch is not None and not patch.done:
                 return (
-                    f"the program never imported {self.target.where}, so --step-fn {where} "
+                    f"the program never imported {target.where}, so --step-fn {where} "
                     "marked no step: nothing was recorded"
                 )
             return (
@@ -536,8 +445,9 @@ class _Driver:
         if exc is None and outcome.exit_code != 0:
             exc = SystemExit(outcome.exit_code)
         self._close(exc=exc)
-        if self.import_patch is not None and self.import_patch.error is not None:
-            err = self.import_patch.error
+        patch = self.markers.import_patch
+        if patch is not None and patch.error is not None:
+            err = patch.error
             self.messages.append(f"--step-fn could not be installed: {err}")
         elapsed = time.monotonic() - self.t0
         if self.window_pending:
@@ -559,7 +469,8 @@ class _Driver:
                 if self.steps
                 else self.no_steps_message()
             )
-        if self.optimizers is not None and self.optimizers.marked_inside_range:
+        optimizers = self.markers.optimizers
+        if optimizers is not None and optimizers.marked_inside_range:
             self.messages.append(
                 "some optimizer steps were marked from inside torch's Optimizer.step range "
                 "(the optimizer class was instrumented before opscope): that range may be cut "
@@ -571,8 +482,8 @@ class _Driver:
             if outcome.exception is not None
             else None,
             "steps_marked": self.steps,
-            "step_source": self.source,
-            "ignored_marks": dict(self.ignored),
+            "step_source": self.claims.source,
+            "ignored_marks": dict(self.claims.ignored),
             "wall_s": round(elapsed, 6),
         }
         for capture in self.captures:
@@ -589,15 +500,6 @@ def _span(steps: list[int]) -> str:
     return ", ".join(str(s) for s in steps)
 
 
-def _weak(owner: object) -> Any:
-    if owner is None:
-        return None
-    try:
-        return weakref.ref(owner)
-    except TypeError:  # not weakly referenceable: keep it (it lives as long as the run anyway)
-        return lambda: owner
-
-
 def profile_program(program: Program, options: RunnerOptions, log: Log) -> ProfileResult:
     """Run ``program`` under the profiler; see the module docstring.
 
@@ -607,11 +509,11 @@ def profile_program(program: Program, options: RunnerOptions, log: Log) -> Profi
     """
     driver = _Driver(program, options, log)
     try:
-        loaded = load_program(program, driver.transform)
+        loaded = load_program(program, driver.markers.transform)
     except SyntaxError as exc:
         failed = ProgramOutcome(exit_code=1, exception=exc.with_traceback(None))
         return ProfileResult(1, failed, [], 0, None, [], driver.world, {})
-    driver.install(loaded)
+    driver.markers.install(loaded)
     pid = os.getpid()
     driver.say(
         f"profiling {program.display()} (pid {pid}); to capture the next "
@@ -626,16 +528,16 @@ def profile_program(program: Program, options: RunnerOptions, log: Log) -> Profi
         outcome = loaded.execute()
         driver.finish(outcome)
     finally:
-        driver.uninstall()
+        driver.markers.uninstall()
     return ProfileResult(
         exit_code=outcome.exit_code,
         outcome=outcome,
         captures=driver.captures,
         steps=driver.steps,
-        step_source=driver.source,
+        step_source=driver.claims.source,
         messages=driver.messages,
         world=driver.world,
-        ignored_marks=dict(driver.ignored),
+        ignored_marks=dict(driver.claims.ignored),
     )
 
 

@@ -38,9 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
-import socket
-import sys
 import time
 import warnings
 from collections.abc import Mapping
@@ -66,14 +63,13 @@ from opscope.capture.runfolder import (
     open_run_dir,
     rank_run_json,
     rank_trace_name,
+    run_environment,
     trace_name,
     write_json,
 )
 from opscope.capture.schedule import Schedule
 from opscope.errors import ScheduleError
 from opscope.markers import SYNC_ANNOTATION
-
-#: Name of the ``record_function`` range around the per-step device synchronize.
 
 #: Top-level trace metadata key naming the device kind (read by :mod:`opscope.trace.device`).
 DEVICE_KIND_METADATA = "device_kind"
@@ -355,17 +351,7 @@ class ProfileSession:
             "wall_s": self._wall_s,
             "status": self._status,
             "error": self._error,
-            "command": list(sys.argv),
-            "cwd": os.getcwd(),
-            "hostname": socket.gethostname(),
-            "pid": os.getpid(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "torch": {
-                "version": str(torch.__version__),
-                "cuda": getattr(torch.version, "cuda", None),
-                "hip": getattr(torch.version, "hip", None),
-            },
+            **run_environment(),
             "device": self._device.to_dict(),
             # until_stop and rank appear only when used: run.json of plain sessions is unchanged
             "schedule": {**self._schedule.to_dict(), "until_stop": True}

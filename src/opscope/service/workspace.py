@@ -408,7 +408,7 @@ class Workspace:
         ``timeout_s`` seconds.
 
         Returns ``columns``, ``rows`` (up to ``limit`` objects from row ``offset``, values
-        JSON-safe: see :func:`opscope.trace.sqlsafe.json_rows`), ``row_count`` (the rows
+        JSON-safe: see :func:`opscope.trace.sqlrows.json_rows`), ``row_count`` (the rows
         *returned*: the total is not known without running the whole query), ``truncated``
         (more rows follow), ``offset`` and ``next_offset`` (the offset of the next page, or
         ``None``).  Only as many rows as asked for are computed, so ask for aggregates.
@@ -422,7 +422,7 @@ class Workspace:
             raise ServiceError("offset must be 0 or more")
         if not 0 < timeout_s <= MAX_SQL_TIMEOUT_S:
             raise ServiceError(f"timeout_s must be more than 0 and at most {MAX_SQL_TIMEOUT_S:g}")
-        from opscope.trace.sqlsafe import unique_columns
+        from opscope.trace.sqlrows import unique_columns
 
         result = self.get(handle).trace.query(
             query, limit=limit, offset=offset, timeout_s=timeout_s

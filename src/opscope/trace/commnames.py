@@ -97,7 +97,11 @@ Host side, :func:`collective_of_host_op` reads the names PyTorch records around 
 c10d ops (``c10d::allreduce_``, ``c10d::_allgather_base_``...), functional collectives
 (``_c10d_functional::all_gather_into_tensor``), process-group ranges (``nccl:all_reduce``,
 ``gloo:broadcast``, ``nccl:send 0->1``) and the ``Collective name`` that
-``record_param_comms`` carries (``allreduce``, ``_reduce_scatter_base``, ``all_to_allv``...).
+``record_param_comms`` carries (``allreduce``, ``_reduce_scatter_base``, ``all_to_allv``...);
+:func:`is_wait` the waits among them (``wait``, ``_c10d_functional::wait_tensor``).  This is the
+one vocabulary of collectives: the classification of events (``kind`` ``comm``, the host's
+communication ops) and the collective records (:mod:`opscope.analysis.collectives`) both read
+names through it.
 """
 
 from __future__ import annotations
@@ -466,65 +470,91 @@ def collective_of(name: str) -> str | None:
     return None if row is None else row.collective
 
 
-# Host-op prefixes: c10d ops, functional collectives, process-group ranges by backend.
-_HOST_PREFIXES = (
-    "c10d::",
-    "_c10d_functional::",
-    "c10d_functional::",
-    "nccl:",
-    "gloo:",
-    "ucc:",
-    "mpi:",
-    "xccl:",
+# -- host side -------------------------------------------------------------------------------
+
+#: Host ops of the collectives: c10d ops and functional collectives.
+OP_PREFIXES: tuple[str, ...] = ("c10d::", "_c10d_functional::", "c10d_functional::")
+#: Process-group ranges by backend: nested in the host op (``nccl:``, ``hccl:``) or on the
+#: backend's own thread (``gloo:``).
+RANGE_PREFIXES: tuple[str, ...] = ("nccl:", "gloo:", "ucc:", "mpi:", "xccl:", "hccl:")
+#: Backends whose range is the work itself (CPU backends); an NCCL range on the host thread
+#: only enqueues the kernel.
+WORK_RANGE_PREFIXES: tuple[str, ...] = ("gloo:", "mpi:", "ucc:")
+#: The op PyTorch records around a collective with its parameters in ``args``.
+PARAM_COMMS = "record_param_comms"
+#: Point-to-point collectives: a send on one rank pairs with a recv on another.
+P2P_TYPES = frozenset({"send", "recv", "send_recv"})
+#: Collectives whose size is the same on every rank of the group.
+SAME_SIZE_TYPES = frozenset(
+    {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "barrier"}
 )
-# Variants of one collective: in-place/out-of-place, flat-tensor, coalesced, single-tensor.
-_HOST_SUFFIXES = ("_coalesced", "_into_tensor", "_tensor", "_base", "_oop", "_single")
+#: The spelling of a work's wait (no communication): ``wait``, ``wait_tensor``.
+WAIT = "wait"
+
+# Variants of one collective, cut from the compact spelling: in-place/out-of-place,
+# flat-tensor, coalesced, single-tensor.
+_HOST_SUFFIXES = ("coalesced", "intotensor", "tensor", "base", "oop", "single", "inplace")
+# compact spelling (lower case, no underscores, variants cut) -> collective
 _HOST_COLLECTIVES: dict[str, str] = {
     "allreduce": "all_reduce",
-    "all_reduce": "all_reduce",
     "allgather": "all_gather",
-    "all_gather": "all_gather",
-    "reduce_scatter": "reduce_scatter",
+    "allgatherv": "all_gather",
     "reducescatter": "reduce_scatter",
+    "reducescatterv": "reduce_scatter",
     "alltoall": "all_to_all",
-    "all_to_all": "all_to_all",
     "alltoallv": "all_to_all",
-    "all_to_allv": "all_to_all",
     "broadcast": "broadcast",
+    "bcast": "broadcast",
     "reduce": "reduce",
+    "gather": "gather",
+    "scatter": "scatter",
     "send": "send",
     "recv": "recv",
     "recvanysource": "recv",
-    "recv_any_source": "recv",
+    "sendrecv": "send_recv",
     "barrier": "barrier",
-    "monitored_barrier": "barrier",
-    "gather": "gather",
-    "scatter": "scatter",
+    "monitoredbarrier": "barrier",
 }
 
 
 @lru_cache(maxsize=4096)
-def collective_of_host_op(name: str) -> str | None:
-    """The collective a host-side op or range names: ``c10d::allreduce_`` and
-    ``nccl:all_reduce`` -> ``all_reduce``; ``c10d::_allgather_base_`` -> ``all_gather``;
-    ``nccl:send 0->1`` -> ``send``; a ``record_param_comms`` ``Collective name`` without prefix
-    (``_reduce_scatter_base`` -> ``reduce_scatter``).  None for anything else: another namespace
-    (``aten::gather``), waits (``_c10d_functional::wait_tensor``), set-up (``init``,
-    ``split``)."""
+def host_spelling(name: str) -> str:
+    """The compact spelling of a host-side collective name: the c10d or backend prefix cut,
+    its first word up to a ``(``, lower case, no underscores, variant suffixes
+    (``_coalesced``, ``_into_tensor``, ``_base``, ``_oop``...) cut until the spelling is a
+    known one (``c10d::_allgather_base_`` -> ``allgather``; ``nccl:send 0->1`` -> ``send``).
+    "" for a name in another namespace (``aten::gather``) or none left (``nccl:``)."""
     text = name.strip()
-    for prefix in _HOST_PREFIXES:
+    for prefix in OP_PREFIXES + RANGE_PREFIXES:
         if text.startswith(prefix):
             text = text[len(prefix) :]
             break
     else:
         if ":" in text:
-            return None
-    text = text.split(None, 1)[0].strip("_").lower() if text else ""
-    stripped = True
-    while stripped:
-        stripped = False
+            return ""
+    text = text.split(None, 1)[0] if text.strip() else ""
+    compact = text.split("(", 1)[0].lower().replace("_", "")
+    cut = True
+    while cut and compact not in _HOST_COLLECTIVES and compact != WAIT:
+        cut = False
         for suffix in _HOST_SUFFIXES:
-            if text.endswith(suffix) and len(text) > len(suffix):
-                text = text[: -len(suffix)].rstrip("_")
-                stripped = True
-    return _HOST_COLLECTIVES.get(text)
+            if compact.endswith(suffix) and len(compact) > len(suffix):
+                compact = compact[: -len(suffix)]
+                cut = True
+    return compact
+
+
+def collective_of_host_op(name: str) -> str | None:
+    """The collective (:data:`COLLECTIVES`) a host-side op or range names:
+    ``c10d::allreduce_`` and ``nccl:all_reduce`` -> ``all_reduce``; ``c10d::_allgather_base_``
+    -> ``all_gather``; ``nccl:send 0->1`` -> ``send``; a ``record_param_comms`` ``Collective
+    name`` without prefix (``_reduce_scatter_base`` -> ``reduce_scatter``).  None for anything
+    else: another namespace (``aten::gather``), waits (``_c10d_functional::wait_tensor``: see
+    :func:`is_wait`), set-up (``init``, ``split``)."""
+    return _HOST_COLLECTIVES.get(host_spelling(name))
+
+
+def is_wait(name: str) -> bool:
+    """Whether a host-side name is a work's wait (``wait``, ``_c10d_functional::wait_tensor``,
+    a ``record_param_comms`` of ``Collective name`` ``wait``): no communication."""
+    return host_spelling(name) == WAIT

@@ -34,7 +34,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from opscope.trace.jsonstream import loads
+from opscope.trace.jsondecode import loads
 
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError)
 _INT64_MAX = 2**63 - 1

@@ -70,7 +70,6 @@ from opscope.analysis.critical.model import (
     CPU,
     EDGE_KINDS,
     GAP_LIMIT_NS,
-    HOST_COMM,
     HOST_KINDS,
     JOIN,
     LABELS,
@@ -87,14 +86,11 @@ from opscope.analysis.critical.model import (
 )
 from opscope.analysis.opsets import is_data_loading
 from opscope.analysis.timeline import drop_pre_window
+from opscope.trace.commnames import is_host_comm
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
-
-
-def _host_comm(name: str) -> bool:
-    return HOST_COMM.search(name) is not None
 
 
 def build(
@@ -117,7 +113,7 @@ def build(
     kind = idx.kind
     names = idx.name
     # the name tests run once per distinct name (no regex kernel compiled per call)
-    host_comm = names.passing(_host_comm) & idx.is_framework
+    host_comm = names.passing(is_host_comm) & idx.is_framework
     host = sel & (idx.is_framework | idx.is_runtime) & (kind.isin(HOST_KINDS) | host_comm)
     host &= (dur > 0) & (~idx.is_framework | idx.in_tree)
     container = sel & idx.is_framework & kind.isin(CONTAINER_KINDS) & (dur > 0) & ~host

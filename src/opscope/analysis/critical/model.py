@@ -3,7 +3,6 @@ and the pieces the edge builders share (see :mod:`opscope.analysis.critical.grap
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +128,6 @@ BACK_PRESSURE = 10.0
 BACK_PRESSURE_MIN_NS = 50_000
 # Host calls that block until device work is done (lower-cased substrings).
 BLOCKING = ("synchronize", "kbl_exec_wait")
-HOST_COMM = re.compile(r"^gloo:")
 
 
 @dataclass

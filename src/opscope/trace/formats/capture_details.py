@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from opscope.errors import TraceError
-from opscope.trace.jsonstream import loads
+from opscope.trace.jsondecode import loads
 from opscope.trace.model import Trace
 from opscope.trace.readers import head
 

@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 
 from opscope.errors import TraceError
-from opscope.trace.jsonstream import EXECUTION_TRACE_REFUSAL, loads
+from opscope.trace.jsondecode import loads
+from opscope.trace.jsonstream import EXECUTION_TRACE_REFUSAL
 from opscope.trace.model import Trace
 from opscope.trace.readers import head
 

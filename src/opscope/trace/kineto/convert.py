@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from opscope.trace import native
 from opscope.trace.arrays import take
-from opscope.trace.jsonstream import decode_piece
+from opscope.trace.jsondecode import decode_piece
 from opscope.trace.kineto.columns import RAW_COLUMNS, Rows, id_str_array, str_array
 from opscope.trace.kineto.times import NeedsQuoting, text_times_ns, times_ns
 from opscope.trace.rows import DictRows, NotTyped, StructRows, decode_structs, int_array

@@ -75,8 +75,8 @@ def _typed_tail(
 ) -> tuple[RunParts, int, dict[str, Any], bool] | None:
     """The tail through the typed decoder: ``(parts, events, keys after the array, quoted)``,
     or None when it does not fit (cut short, unusual values):
-    :func:`~opscope.trace.jsonstream.decode_tail` decides."""
-    from opscope.trace.jsonstream import loads
+    :func:`~opscope.trace.jsonrecover.decode_tail` decides."""
+    from opscope.trace.jsondecode import loads
 
     meta: dict[str, Any] = {}
     if form == "object":
@@ -112,8 +112,8 @@ def _typed_tail(
 def _convert_tail(
     rest: bytes, form: str, quote: bool, portable: bool
 ) -> tuple[RunParts | None, int, dict[str, Any], bool, bool, list[tuple[int, int, bytes]]]:
-    """The tail (see :func:`~opscope.trace.jsonstream.decode_tail`), converted."""
-    from opscope.trace.jsonstream import decode_tail
+    """The tail (see :func:`~opscope.trace.jsonrecover.decode_tail`), converted."""
+    from opscope.trace.jsonrecover import decode_tail
 
     typed = _typed_tail(rest, form, quote)
     if typed is not None:
@@ -191,7 +191,7 @@ def _finish(builder: KinetoBuilder, stream: Any) -> KinetoParse:
 
 
 def _warnings(path: Path, data: Any, stream: Any) -> list[str]:
-    from opscope.trace.jsonstream import BLANK_RUN
+    from opscope.trace.jsonblanks import BLANK_RUN
 
     warnings = []
     if data.cut:
@@ -228,7 +228,7 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
     from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
-    from opscope.trace.jsonstream import LONG_TS
+    from opscope.trace.jsondecode import LONG_TS
 
     builder = KinetoBuilder()
     pool: Executor | None = None
