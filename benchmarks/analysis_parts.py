@@ -88,9 +88,12 @@ def tile(seed: Path, n_events: int, out: Path) -> Path:
 
 def _run(path: Path, timed: Any) -> int:
     """One fresh load and every part of the report after it."""
-    from opscope.analysis import report as R
+    from opscope.analysis import pipeline
     from opscope.analysis.findings import Context, rules
+    from opscope.analysis.kernels import kernel_table
     from opscope.analysis.optable import op_table
+    from opscope.analysis.report import Report
+    from opscope.analysis.roofline import roofline as roofline_of_report
     from opscope.analysis.steps import step_stats
     from opscope.analysis.timeline import timeline_summary
     from opscope.trace import load
@@ -100,17 +103,17 @@ def _run(path: Path, timed: Any) -> int:
     timed("derived.kernels", lambda: tr.kernels)
     timed("device", lambda: tr.device)
     ot = timed("op_table", lambda: op_table(tr, None))
-    kt = timed("kernel_table", lambda: R.kernel_table(tr, None))
+    kt = timed("kernel_table", lambda: kernel_table(tr, None))
     tls = timed("timeline", lambda: timeline_summary(tr, None))
     st = timed("steps", lambda: step_stats(tr))
-    rep = R.Report(trace=tr, ops=ot, kernels=kt, timeline=tls, steps=st, window_steps=None)
-    rep.run_info = timed("run_info", lambda: R._run_info(tr))
-    rep.roofline = timed("roofline", lambda: R.roofline_of_report(rep, overrides=None))
+    rep = Report(trace=tr, ops=ot, kernels=kt, timeline=tls, steps=st, window_steps=None)
+    rep.run_info = timed("run_info", lambda: pipeline.run_info_of(tr))
+    rep.roofline = timed("roofline", lambda: roofline_of_report(rep, overrides=None))
     ctx = Context(trace=tr, op_table=ot, timeline=tls, steps=st, window_steps=None)
     found = []
     for rule in rules():
         found += timed(f"rule {rule.name}", lambda rule=rule: rule.run(ctx))
-    rep.findings = [f.to_dict() for f in found]
+    rep.findings = found
     from opscope.analysis.critical import section as C
 
     graph = timed("critical path graph", lambda: C.rank_graph(tr, None, []))

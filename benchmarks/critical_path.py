@@ -105,7 +105,7 @@ def opscope_worker(path: Path, spec: str, kind: str) -> dict[str, Any]:
     import numpy as np
 
     from opscope.analysis.critical.section import rank_graph, section
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.trace import load
 
     c0, t0 = time.process_time(), time.perf_counter()

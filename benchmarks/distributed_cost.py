@@ -14,7 +14,8 @@ from pathlib import Path
 
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.distributed import distributed_section
-from opscope.analysis.report import analyze, rank_report
+from opscope.analysis.job_report import rank_report
+from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"

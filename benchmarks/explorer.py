@@ -171,7 +171,7 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.explorer.data import Session, Side
     from opscope.explorer.server import ExplorerServer
     from opscope.trace import load_document

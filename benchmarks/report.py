@@ -54,7 +54,7 @@ def _timed(fn: Any) -> float:
 
 
 def in_process(path: Path, repeat: int) -> dict[str, Any]:
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.trace import load
 
     ingest = analysis = float("inf")

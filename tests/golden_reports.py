@@ -14,7 +14,7 @@ checks that every trace still gives the same document.  What is compared:
 
 An execution trace with a ``capture_traces/`` folder beside it (CUDA/HIP graph replays and the
 trace recorded while the graphs were captured) has two cases: the trace as read
-(``analysis.report.analyze``: each graph a unit of the kernel table) and ``<path>+graph_capture``,
+(``analysis.pipeline.analyze``: each graph a unit of the kernel table) and ``<path>+graph_capture``,
 the report ``opscope report`` gives by default, with the capture merged
 (:func:`opscope.trace.graphs.with_captures`).
 
@@ -137,7 +137,7 @@ def canonical(data: dict[str, Any]) -> dict[str, Any]:
 
 def report_of(rel: str) -> dict[str, Any] | None:
     """The canonical report of one case, or None for a trace opscope refuses (with reason)."""
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.errors import TraceError
 
     try:

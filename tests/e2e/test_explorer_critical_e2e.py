@@ -50,7 +50,7 @@ def test_breakdown_bar_notes_and_the_path_over_the_lanes(
 ) -> None:
     if not EVENT_SYNC.exists():
         pytest.skip(f"{EVENT_SYNC} not present (../shared/traces is not part of a user's clone)")
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
 
     report = analyze(EVENT_SYNC).to_dict()
     cp = report["critical_path"]
@@ -90,7 +90,7 @@ def test_breakdown_bar_notes_and_the_path_over_the_lanes(
 def test_static_file_draws_the_job_path_across_ranks(
     page: Any, tmp_path: Path, shot: Callable[[Any, str], Path]
 ) -> None:
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.explorer import static_html
     from opscope.trace import load
 

@@ -130,7 +130,7 @@ def test_cpu_trace_and_xss_probe_render_as_text(
 def test_static_report_from_file(
     page: Any, tmp_path: Path, shot: Callable[[Any, str], Path]
 ) -> None:
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.explorer import static_html
     from opscope.trace import load
 

@@ -69,7 +69,7 @@ def test_static_report_draws_the_selected_collective(
 ) -> None:
     # the same job as one self-contained HTML file opened from file://: no server to ask
     write_nccl_job(tmp_path / "job", 2, n=3, late_rank=1, late_us=120.0, pg=EVIL)
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.explorer import static_html
     from opscope.trace import load
 
@@ -100,7 +100,7 @@ def test_static_report_says_when_a_collective_was_left_out(
     page: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_nccl_job(tmp_path / "job", 2, n=3, late_rank=1, late_us=120.0)
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.explorer import static_html
     from opscope.trace import load
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 
 pytestmark = pytest.mark.shared

@@ -13,7 +13,7 @@ from distjobs import DEFAULT_WIDTHS, DistJobError, grad_numels, run_gloo_job
 from opscope.analysis.collective_match import match_collectives, stragglers
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.job import RankReport
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 
 torch = pytest.importorskip("torch")

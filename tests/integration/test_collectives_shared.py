@@ -13,7 +13,8 @@ import pytest
 
 from opscope.analysis.collective_match import match_collectives
 from opscope.analysis.collectives import collective_records
-from opscope.analysis.report import analyze, rank_report
+from opscope.analysis.job_report import rank_report
+from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 
 pytestmark = pytest.mark.shared

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 CASES = ("cuda/a100_nccl_rank0_of2.json.gz", "rocm/mi300x_resnet_act_checkpoint_rank0_of8.json.gz")

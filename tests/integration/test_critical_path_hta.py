@@ -39,7 +39,7 @@ import numpy as np
 import pytest
 
 from opscope.analysis.critical.model import HTA_BOUND_BY
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 
 pytestmark = pytest.mark.shared

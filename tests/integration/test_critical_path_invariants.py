@@ -23,7 +23,7 @@ import pytest
 
 from golden_reports import CAPTURED, SHARED, cases
 from opscope.analysis.critical.section import rank_graph, what_if
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 
 pytestmark = pytest.mark.shared

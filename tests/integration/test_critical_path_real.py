@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from distjobs import run_gloo_job
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
@@ -190,7 +190,7 @@ def test_the_host_chains_c_pass_and_numpy_agree_on_the_gloo_job(
     from opscope.analysis.critical import host
     from opscope.analysis.critical.model import RESUME
     from opscope.analysis.critical.section import rank_graph
-    from opscope.analysis.report import rank_traces
+    from opscope.analysis.rank_split import rank_traces
     from opscope.trace import load
 
     if host._native is None:

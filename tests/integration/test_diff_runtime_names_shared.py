@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from opscope.analysis.diff import diff_reports
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 
 _NUMBER = re.compile(r"[-+]?\d[\d.,]*\s*(?:[µm]?s|%|×|x)?")
 

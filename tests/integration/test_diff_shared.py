@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from opscope.analysis.diff import diff_reports
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.cli.main import main
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ddpjobs import run_ddp_job
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")

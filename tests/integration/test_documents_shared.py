@@ -10,7 +10,9 @@ import pytest
 
 from golden_reports import CPU_PEAKS
 from opscope.analysis.diff import diff_reports
-from opscope.analysis.report import Report, analyze, rank_report
+from opscope.analysis.job_report import rank_report
+from opscope.analysis.pipeline import analyze
+from opscope.analysis.report import Report
 from schema_checks import check_document
 
 pytestmark = pytest.mark.shared

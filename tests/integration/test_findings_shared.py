@@ -9,7 +9,7 @@ import pytest
 
 from opscope.analysis.findings import RULE_MODULES, Context, rules, run_rules
 from opscope.analysis.findings._view import MAX_EVIDENCE_IDS
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.errors import OpscopeError
 from opscope.trace import load
 

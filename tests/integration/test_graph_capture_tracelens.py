@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 from opscope.trace.graphs import attribute, capture_paths
 from opscope.trace.graphs.sources import default_capture_folder
@@ -147,7 +147,7 @@ def test_capture_folder_is_found_beside_the_trace() -> None:
 @pytest.mark.parametrize("capture", [True, False], ids=["merged", "units"])
 def test_documents_validate_and_round_trip(capture: bool) -> None:
     from opscope.analysis.job import RankReport
-    from opscope.analysis.report import rank_report
+    from opscope.analysis.job_report import rank_report
     from schema_checks import check_document
 
     folder = _pair("vllm_graph")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 
 pytestmark = pytest.mark.shared
 

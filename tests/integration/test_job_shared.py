@@ -10,7 +10,7 @@ import pytest
 
 from opscope.analysis.kernels import kernel_table
 from opscope.analysis.optable import op_table
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 
 JOB = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "cuda" / "sampled_world128"

@@ -17,7 +17,7 @@ import pytest
 
 from opscope.analysis.diff import diff_reports
 from opscope.analysis.neuron_engines import neuron_engines
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "neuron_fixtures"

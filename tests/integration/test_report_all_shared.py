@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from opscope.analysis.report import REPORT_SCHEMA, analyze
+from opscope.analysis.pipeline import analyze
+from opscope.analysis.report import REPORT_SCHEMA
 from opscope.errors import TraceError
 from opscope.explorer import static_html
 from opscope.render import json_render, markdown, text

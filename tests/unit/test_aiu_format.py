@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import formats, load
 from opscope.trace.formats import aiu_json
 

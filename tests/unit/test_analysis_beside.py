@@ -13,7 +13,7 @@ import pytest
 from test_findings_kit import Doc, shared
 
 from opscope.analysis import beside as B
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import Trace
 from opscope.trace.index import EventIndex
 
@@ -142,7 +142,7 @@ def test_a_report_is_the_same_with_the_side_thread(monkeypatch: pytest.MonkeyPat
 
         return real(on_thread, n_events)
 
-    monkeypatch.setattr("opscope.analysis.report.beside", watched)
+    monkeypatch.setattr("opscope.analysis.pipeline.beside", watched)
     monkeypatch.setenv(B.ENV, "1")
     serial = _report(_busy_trace())
     monkeypatch.delenv(B.ENV)

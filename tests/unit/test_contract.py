@@ -36,7 +36,8 @@ from opscope.analysis.critical.model import (
 )
 from opscope.analysis.critical.path import solve, step_paths
 from opscope.analysis.critical.section import node_steps
-from opscope.analysis.report import matched, rank_traces
+from opscope.analysis.job_report import matched
+from opscope.analysis.rank_split import rank_traces
 
 
 def random_graph(seed: int, n: int = 60, m: int = 150, rank: int = 0) -> Graph:

@@ -14,7 +14,7 @@ from opscope.analysis.critical.section import (
     rank_graph,
     what_if,
 )
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 
 
 def _gpu_bound() -> Doc:

@@ -459,7 +459,7 @@ def test_a_finding_off_the_path_saves_nothing() -> None:
 
 
 def test_renderers_show_the_path() -> None:
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.render import markdown, text
 
     d = Doc()

@@ -9,7 +9,7 @@ import pytest
 from test_findings_kit import Doc
 
 from opscope.analysis.critical import path as P
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.render import json_render
 
 

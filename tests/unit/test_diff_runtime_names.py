@@ -11,7 +11,7 @@ import pytest
 from test_findings_kit import Doc
 
 from opscope.analysis.diff import _match_findings, _pair_names, diff_reports
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.cli.main import main
 
 CUDA = {"sync": "cudaDeviceSynchronize", "launch": "cudaLaunchKernel", "copy": "cudaMemcpyAsync"}

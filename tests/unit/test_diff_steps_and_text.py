@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from opscope.analysis.diff import _step_comparison, diff_reports
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.render.diff import render_text
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from opscope.analysis.distributed import bus_factor, by_collective
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from trace_checks import X
 
 

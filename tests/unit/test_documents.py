@@ -25,8 +25,10 @@ from distjobs import write_nccl_job
 from golden_reports import CPU_PEAKS, GOLDEN, NEW_SECTIONS, NEW_SUMMARY_KEYS
 from opscope import documents
 from opscope.analysis.diff import diff_reports
+from opscope.analysis.job_report import rank_report
 from opscope.analysis.peaks import builtin_table
-from opscope.analysis.report import Report, analyze, rank_report
+from opscope.analysis.pipeline import analyze
+from opscope.analysis.report import Report
 from opscope.documents import (
     DOCUMENTS,
     Chain,

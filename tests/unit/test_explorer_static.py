@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_explorer_api import EVIL, gpu_doc  # same folder (rootdir on sys.path)
 
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.explorer import static_html
 from opscope.trace import load_document
 

@@ -10,7 +10,7 @@ from test_findings_kit import context, shared
 
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.findings.base import make_finding, severity_of, share_of_wall
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import Trace
 from opscope.trace.arrays import ints
 
@@ -19,8 +19,7 @@ def test_make_finding_share_and_severity() -> None:
     ctx = context(shared("cuda/critical_path_alexnet.json.gz"))
     wall = ctx.wall_us
     f = make_finding(
-        ctx,
-        kind="x",
+        ctx.wall_us,
         title="t",
         time_at_stake_us=0.05 * wall,
         evidence=[],
@@ -30,8 +29,7 @@ def test_make_finding_share_and_severity() -> None:
     assert f.severity == "medium" == severity_of(0.05)
     assert f.details == {} and f.confidence == "medium"
     g = make_finding(
-        ctx,
-        kind="x",
+        ctx.wall_us,
         title="t",
         time_at_stake_us=2 * wall,
         evidence=[],

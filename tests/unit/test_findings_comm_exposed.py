@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from opscope.analysis.findings.comm_exposed import MIN_WALL_SHARE
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from trace_checks import X
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage)"

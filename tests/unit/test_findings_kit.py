@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from opscope.analysis.findings import Context, Finding, rules
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.trace import Trace, load, load_document
 
 SHARED_TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"

@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 from test_findings_kit import Doc, run_rule
 
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 
 NEURON_FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "neuron_fixtures"
 

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from graph_docs import GraphDoc, Node
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.errors import UsageError
 from opscope.trace import load, load_document
 from opscope.trace.graphs import attribute, capture_paths, find_replays, with_captures

@@ -1,5 +1,5 @@
 """Per-rank units: a trace of several ranks is analysed rank by rank and merged from rank
-reports alone (``analysis.job``, ``analysis.report.merge``)."""
+reports alone (``analysis.job``, ``analysis.job_report.merge``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import orjson
 import pytest
 
 from opscope.analysis.job import RankReport
+from opscope.analysis.job_report import merge, rank_report
 from opscope.analysis.optable import op_table
-from opscope.analysis.report import analyze, merge, rank_report, rank_traces
+from opscope.analysis.pipeline import analyze
+from opscope.analysis.rank_split import rank_traces
 from opscope.trace import load
 from trace_checks import X
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from distjobs import nccl_rank_doc
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 
 
 def _job(folder: Path, world: int = 3, edit: Any = None, **kw: Any) -> dict[str, Any]:

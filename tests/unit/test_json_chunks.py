@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from opscope.analysis.critical import path as cp
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.cli.output import write_output
 from opscope.errors import OpscopeError
 from opscope.render.json_render import render_bytes, render_chunks

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.cli.main import main
 from opscope.trace.jobs import MixedJobsError, job_groups
 from trace_checks import X

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from opscope.analysis.findings import Context, run_rules
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.errors import TraceError
 from opscope.trace import load
 from opscope.trace.neuron.capture import check_capture

@@ -11,7 +11,7 @@ import pytest
 from test_explorer_api import gpu_doc  # same folder (rootdir on sys.path)
 
 import opscope.render
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.explorer import static_html
 from opscope.trace import load_document
 

@@ -9,7 +9,7 @@ from typing import Any
 from test_findings_kit import Doc
 
 from opscope.analysis.critical.path import Segments
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 
 
 def _doc() -> Doc:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from opscope.analysis.peaks import DevicePeaks
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.analysis.roofline import OVERHEAD_FACTOR, annotate, classify, roofline
 from opscope.render.roofline import render_svg, render_text
 from opscope.trace import load_document

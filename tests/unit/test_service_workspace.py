@@ -88,7 +88,7 @@ def test_timeline_answers_do_not_wait_for_the_analysis(
 ) -> None:
     import threading
 
-    import opscope.analysis.report as report_mod
+    import opscope.analysis.pipeline as report_mod
 
     release = threading.Event()
     real = report_mod.analyze
@@ -110,7 +110,7 @@ def test_timeline_answers_do_not_wait_for_the_analysis(
 def test_an_analysis_error_reaches_whoever_asks(
     trace_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import opscope.analysis.report as report_mod
+    import opscope.analysis.pipeline as report_mod
 
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("analysis broke")

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from opscope.analysis.cluster import write_events
-from opscope.analysis.report import rank_traces
+from opscope.analysis.rank_split import rank_traces
 from opscope.cli.main import main
 from opscope.trace import load
 from opscope.trace.formats import detect

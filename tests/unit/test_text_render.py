@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opscope.analysis.report import analyze
+from opscope.analysis.pipeline import analyze
 from opscope.render import text
 from opscope.trace import load_document
 

@@ -1,4 +1,4 @@
-"""``opscope.analyze``: :func:`opscope.analysis.report.analyze`, on this process or with the
+"""``opscope.analyze``: :func:`opscope.analysis.pipeline.analyze`, on this process or with the
 per-rank analysis of a job on a Dask cluster (:mod:`opscope.analysis.cluster`)."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from opscope.analysis.finding_view import typed
+from opscope.analysis.pipeline import analyze as analyze_here
 from opscope.analysis.report import Report
-from opscope.analysis.report import analyze as analyze_here
 from opscope.errors import OpscopeError
 from opscope.trace import Trace
 
@@ -50,13 +49,14 @@ def analyze(
     graph_capture: str | Path | bool | None = None,
 ) -> Report:
     """Analyse a trace, a folder of ranks, a glob pattern or a list of rank files (see
-    :func:`opscope.analysis.report.analyze`).
+    :func:`opscope.analysis.pipeline.analyze`).
 
     ``cluster``: run the per-rank analysis on Dask: ``"local"``, ``"local:N"``,
     ``"tcp://host:port"``, True (``$OPSCOPE_DASK_SCHEDULER``) or an open
     ``distributed.Client``; the report is the local one but for ``source.engine``
-    (docs/scale.md).  The findings are :class:`~opscope.analysis.finding_view.Finding`: dicts
-    read also by attribute (``f.kind``, ``f.time_at_stake_us``).  ``store``: a folder where
+    (docs/scale.md).  The findings are :class:`~opscope.analysis.findings.finding.Finding`:
+    read by attribute (``f.kind``, ``f.time_at_stake_us``) or as the report's JSON objects
+    (``f["kind"]``).  ``store``: a folder where
     the workers write each rank's event table as Parquet.  ``progress(stage, done, total)``
     is told as ranks finish on the cluster.  ``graph_capture``: the trace recorded while the
     CUDA/HIP graphs were captured (a file or a folder of them) that attributes the replayed
@@ -69,10 +69,8 @@ def analyze(
             raise OpscopeError("store: the event tables are written by a cluster run (cluster=)")
         if graph_capture is not False and isinstance(source, (str, Path, Trace)):
             source = _with_captures(source, graph_capture, cache=cache)
-        return _typed(
-            analyze_here(
-                source, steps, findings=findings, roofline=roofline, peaks=peaks, cache=cache
-            )
+        return analyze_here(
+            source, steps, findings=findings, roofline=roofline, peaks=peaks, cache=cache
         )
     if isinstance(source, Trace):
         raise OpscopeError("cluster: give the rank files' paths, not a loaded trace")
@@ -86,7 +84,7 @@ def analyze(
     report: Report = analyze_on_cluster(
         source, None if cluster is True else cluster, options, progress=progress
     )
-    return _typed(report)
+    return report
 
 
 def _with_captures(
@@ -106,14 +104,6 @@ def _with_captures(
     trace = load(source, cache=cache)
     merged = with_captures(trace, source, graph_capture, cache=cache)
     return source if merged is trace else merged
-
-
-def _typed(report: Report) -> Report:
-    """The report's findings (and each rank's) as typed :class:`Finding` objects."""
-    report.findings = typed(report.findings)
-    for rank in report.ranks or []:
-        rank.findings = typed(rank.findings)
-    return report
 
 
 __all__ = ["analyze"]

@@ -14,7 +14,7 @@ What runs where (``docs/scale.md``):
   (:mod:`opscope.analysis.critical.contract`); (4) :func:`expand_path`, for the ranks the
   job path crosses, expands the path's runs there into the rank's pieces;
 * reduce, on the coordinator, from rank reports and contractions only: rank assignment, the
-  collectives' matching, :func:`opscope.analysis.report.merge`, the job path joined and
+  collectives' matching, :func:`opscope.analysis.job_report.merge`, the job path joined and
   solved from the contractions (:func:`opscope.analysis.critical.job_solve.job_section`, the
   code the local path runs).  No event reaches the coordinator, so its memory grows with
   ranks x (ops + collectives), not with events.
@@ -195,9 +195,9 @@ def read_rank(path: str, cache: bool, env: dict[str, str]) -> dict[str, Any]:
 
 
 def _rank_trace(task: dict[str, Any], job_meta: dict[str, Any]) -> Any:
-    """The rank's trace exactly as the local path's :func:`~opscope.analysis.report
+    """The rank's trace exactly as the local path's :func:`~opscope.analysis.rank_split
     .rank_traces` gives it."""
-    from opscope.analysis.report import rank_meta
+    from opscope.analysis.rank_split import rank_meta
     from opscope.trace.formats.kineto_json import load_file
     from opscope.trace.model import Trace, TraceMeta
     from opscope.trace.parts import place
@@ -223,7 +223,7 @@ def _compact_path(section: Any) -> dict[str, Any]:
 def analyze_rank(task: dict[str, Any], job_meta: dict[str, Any]) -> dict[str, Any]:
     """Round 2: the rank's :class:`~opscope.analysis.job.RankReport` as a dict; with
     ``task["store"]``, its event table written there as ``rank<N>.parquet``."""
-    from opscope.analysis.report import job_rank
+    from opscope.analysis.pipeline import job_rank
 
     trace = _rank_trace(task, job_meta)
     opts = task["options"]
@@ -340,7 +340,7 @@ def write_events(events: Any, store: Path, rank: int) -> Path:
 
 @dataclass(frozen=True)
 class Options:
-    """What every rank's analysis takes (as :func:`opscope.analysis.report.analyze`)."""
+    """What every rank's analysis takes (as :func:`opscope.analysis.pipeline.analyze`)."""
 
     steps: tuple[int, int] | None = None
     findings: bool = True
@@ -399,7 +399,7 @@ def analyze_on_cluster(
     per-rank analysis on ``cluster`` (see the module docstring): the same report as the local
     path but for the job's critical path (a note) and ``source.engine``.  ``rank_task``
     replaces round 2's task (tests: a task that kills its worker)."""
-    from opscope.analysis import report as rep
+    from opscope.analysis import job_report, pipeline
     from opscope.analysis.job import RankReport
     from opscope.trace import formats
     from opscope.trace.formats.kineto_json import job_files, special_files
@@ -433,7 +433,9 @@ def analyze_on_cluster(
     else:
         files, folder = job_files(source if isinstance(source, (str, Path)) else list(source))
         location = {f: str(f) for f in files}
-        run_info = rep._run_info(Path(source) if isinstance(source, (str, Path)) else files[0])
+        run_info = pipeline.run_info_of(
+            Path(source) if isinstance(source, (str, Path)) else files[0]
+        )
     env = {k: os.environ[k] for k in _LIMIT_ENV if k in os.environ}
     opts = {
         "steps": list(options.steps) if options.steps is not None else None,
@@ -472,7 +474,7 @@ def analyze_on_cluster(
 
             trace = load_files([local_path(location[f]) for f in kept], cache=options.cache)
             trace.meta.unreadable, trace.meta.warnings = lost, meta.warnings
-            return rep.analyze(
+            return pipeline.analyze(
                 trace,
                 options.steps,
                 findings=options.findings,
@@ -505,7 +507,7 @@ def analyze_on_cluster(
             client.submit(rank_task, t, shared_meta, retries=RETRIES, pure=False) for t in tasks
         ]
         parts = [RankReport.from_dict(d) for d in _gather(client, futures, "analyse", progress)]
-        matching = rep.matching(parts)
+        matching = job_report.matching(parts)
         records, instances = matching.records, matching.instances
         from opscope.analysis.collective_match import member_waits
         from opscope.analysis.critical.job import cycle_section
@@ -558,11 +560,11 @@ def analyze_on_cluster(
             job_path = job_section(summaries, instances, held, expand)
         except CycleError as exc:
             job_path = cycle_section(exc)
-        report = rep.merge(
+        report = job_report.merge(
             parts, window_steps=options.steps, run_info=run_info, unreadable=lost, matched=matching
         )
         if job_path is not None and job_path.get("length_us") is not None:
-            rep.add_savings(
+            pipeline.add_savings(
                 report,
                 lambda found: job_finding_savings(summaries, held, instances, found, recontract),
             )

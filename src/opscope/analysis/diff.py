@@ -248,7 +248,9 @@ def diff_reports(a: Report, b: Report) -> dict[str, Any]:
             continue
         other = _num(sb["summary"].get(k))
         timeline_delta[k] = None if other is None else other - v
-    resolved, new, matched = _match_findings(a.findings, b.findings)
+    resolved, new, matched = _match_findings(
+        [f.to_dict() for f in a.findings], [f.to_dict() for f in b.findings]
+    )
     return {
         "schema": SCHEMA,
         "a": sa,

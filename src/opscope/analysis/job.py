@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from opscope.analysis.critical.path import plain
-from opscope.analysis.findings.base import finding_key
+from opscope.analysis.findings.finding import Finding, finding_key, renumbered
 from opscope.analysis.kernels import KernelRow
 from opscope.analysis.optable import OpRow, OpTable
 from opscope.analysis.peaks import DevicePeaks
@@ -89,7 +89,7 @@ class RankReport:
     kernels: list[KernelRow]
     timeline: TimelineSummary
     steps: list[StepStats]
-    findings: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     roofline: Roofline | None = None
     collectives: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -110,7 +110,7 @@ class RankReport:
             "kernels": [k.to_dict() for k in self.kernels],
             "timeline": self.timeline.to_dict(),
             "steps": [s.to_dict() for s in self.steps],
-            "findings": self.findings,
+            "findings": [f.to_dict() for f in self.findings],
             "roofline": self.roofline.to_dict() if self.roofline is not None else None,
             "collectives": self.collectives,
             "extra": plain(self.extra),  # JSON-ready: the path's segments as a list
@@ -135,7 +135,7 @@ class RankReport:
             kernels=[_build(KernelRow, k) for k in d["kernels"]],
             timeline=_build(TimelineSummary, d["timeline"]),
             steps=[_build(StepStats, s) for s in d["steps"]],
-            findings=list(d["findings"]),
+            findings=[Finding.from_dict(f) for f in d["findings"]],
             roofline=roofline_from_dict(d["roofline"]) if d.get("roofline") else None,
             collectives=list(d.get("collectives", [])),
             extra=dict(d.get("extra", {})),
@@ -299,19 +299,14 @@ def merge_rooflines(rooflines: Sequence[Roofline], table: OpTable) -> Roofline |
     )
 
 
-def merge_findings(
-    ranks: Sequence[RankReport], job: Sequence[dict[str, Any]] = ()
-) -> list[dict[str, Any]]:
+def merge_findings(ranks: Sequence[RankReport], job: Sequence[Finding] = ()) -> list[Finding]:
     """Every rank's findings, each naming its rank, and the ``job``'s own (``rank`` None),
     ranked together and numbered anew."""
-    found: list[dict[str, Any]] = [dict(f) for f in job]
+    found = list(job)
     for rr in ranks:
-        for f in rr.findings:
-            found.append({**f, "rank": rr.rank, "rank_finding_id": f.get("id")})
-    found.sort(key=lambda f: (*finding_key(f), -1 if f.get("rank") is None else int(f["rank"])))
-    for i, f in enumerate(found, 1):
-        f["id"] = f"F{i}"
-    return found
+        found += [f.updated(rank=rr.rank, rank_finding_id=f.get("id")) for f in rr.findings]
+    found.sort(key=lambda f: (*finding_key(f), -1 if f.rank is None else f.rank))
+    return renumbered(found)
 
 
 def merge_steps(ranks: Sequence[RankReport]) -> list[StepStats]:
@@ -410,7 +405,7 @@ def rank_summary(rr: RankReport) -> dict[str, Any]:
         "summary": summary(rr.timeline, rr.ops),
         "steps": [s.to_dict() for s in rr.steps],
         "findings": len(rr.findings),
-        "top_findings": [f.get("title") for f in rr.findings[:3]],
+        "top_findings": [f.title for f in rr.findings[:3]],
         "top_ops": top,
         "collectives": len(rr.collectives),
         "critical_path": _path_line(rr.extra.get("critical_path")),

@@ -42,7 +42,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opscope.analysis.findings.base import severity_of
+from opscope.analysis.findings.finding import (
+    Evidence,
+    Finding,
+    finding_key,
+    make_finding,
+    renumbered,
+    severity_of,
+    share_of,
+)
 from opscope.analysis.lateness import MAD_SCALE, MIN_INSTANCES, short_groups
 from opscope.analysis.opsets import is_data_loading
 
@@ -63,16 +71,10 @@ MULTI_RANK_ACTIVE = 5
 IMBALANCE_FACTOR = 2.0
 
 
-def rerank(found: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Findings ranked (:func:`~opscope.analysis.findings.base.finding_key`: step savings, then
-    time at stake) and numbered F1, F2, ... anew."""
-    from opscope.analysis.findings.base import finding_key
-
-    out = [dict(f) for f in found]
-    out.sort(key=finding_key)
-    for i, f in enumerate(out, 1):
-        f["id"] = f"F{i}"
-    return out
+def rerank(found: Sequence[Finding]) -> list[Finding]:
+    """Findings ranked (:func:`~opscope.analysis.findings.finding.finding_key`: step savings,
+    then time at stake) and numbered F1, F2, ... anew."""
+    return renumbered(sorted(found, key=finding_key))
 
 
 def _fmt(us: float) -> str:
@@ -84,7 +86,7 @@ def _compute(ranks: Sequence[RankReport]) -> dict[int, float]:
     return {r.rank: r.timeline.work_us for r in ranks if r.timeline.work_us > 0}
 
 
-def load_imbalance(ranks: Sequence[RankReport], wall_us: float) -> dict[str, Any] | None:
+def load_imbalance(ranks: Sequence[RankReport], wall_us: float) -> Finding | None:
     compute = _compute(ranks)
     if len(compute) < 2 or wall_us <= 0:
         return None
@@ -96,33 +98,30 @@ def load_imbalance(ranks: Sequence[RankReport], wall_us: float) -> dict[str, Any
     seen = imbalance_evidence(ranks, worst)
     if not seen.pop("above_noise"):
         return None
-    share = min(1.0, excess / wall_us)
-    return {
-        "kind": "load_imbalance",
-        "severity": severity_of(share),
-        "title": (
+    return make_finding(
+        wall_us,
+        kind="load_imbalance",
+        job=True,
+        title=(
             f"load imbalance: rank {worst} computes {_fmt(compute[worst])}, "
             f"{100 * excess / median:.0f} % more than the median rank ({_fmt(median)})"
         ),
-        "time_at_stake_us": excess,
-        "share": share,
-        "evidence": [],
-        "recommendation": (
+        time_at_stake_us=excess,
+        recommendation=(
             f"The other ranks wait for rank {worst} at every synchronising collective. Even out "
             "the work per rank: shards of equal size (drop_last, padding), sequences bucketed "
             "or packed by length, balanced expert routing (MoE capacity factor, auxiliary "
             "loss), pipeline stages of equal cost; check that rank's data loading and its "
             "device (clocks, thermal throttling, a slower link)."
         ),
-        "confidence": "medium",
-        "details": {
+        confidence="medium",
+        details={
             "compute_us": {str(r): v for r, v in sorted(compute.items())},
             "median_us": median,
             "rank": worst,
             "evidence": seen,
         },
-        "rank": None,
-    }
+    )
 
 
 def common_steps(ranks: Sequence[RankReport]) -> list[int]:
@@ -272,12 +271,11 @@ def worst_arrivals(
     return out
 
 
-def straggler(s: dict[str, Any], world: int, wall_us: float) -> dict[str, Any]:
+def straggler(s: dict[str, Any], world: int, wall_us: float) -> Finding:
     """The finding of one straggler row (``stragglers`` of the distributed section): its
     advice per its ``cause_kind`` (:data:`ADVICE`)."""
     others = max(1, world - 1)
     at_stake = float(s["caused_wait_us"]) / others
-    share = min(1.0, at_stake / wall_us) if wall_us > 0 else 0.0
     rank = int(s["rank"])
     why = f" What the trace shows: it {s['cause']}." if s.get("cause") else ""
     kind, op = s.get("cause_kind"), s.get("cause_op")
@@ -291,35 +289,34 @@ def straggler(s: dict[str, Any], world: int, wall_us: float) -> dict[str, Any]:
         )
     seen = s.get("evidence") or {}
     worst = s.get("worst") or {}
-    evidence = []
+    evidence: list[Evidence] = []
     if worst:  # where it shows most: its latest arrival, every rank's record of that collective
         evidence.append(
-            {
-                "event_ids": list(worst.get("event_ids") or []),
-                "t0": worst["t0"],
-                "t1": worst["t1"],
-                "note": (
+            Evidence(
+                event_ids=list(worst.get("event_ids") or []),
+                t0=worst["t0"],
+                t1=worst["t1"],
+                note=(
                     f"rank {rank} arrives {_fmt(float(worst['late_us']))} after the others at "
                     f"{worst.get('name')} seq {worst.get('seq')} (process group {worst.get('pg')})"
                 ),
-            }
+            )
         )
-    return {
-        "kind": "straggler",
-        "severity": severity_of(share),
-        "title": (
+    return make_finding(
+        wall_us,
+        kind="straggler",
+        job=True,
+        title=(
             f"straggler: rank {rank} arrives last at {s['times_last']} collectives; the others "
             f"wait {_fmt(at_stake)} each for it"
             + (f" ({_CAUSE_WORDS[str(kind)]})" if kind in _CAUSE_WORDS else "")
         ),
-        "time_at_stake_us": at_stake,
-        "share": share,
-        "evidence": evidence,
-        "recommendation": advice + why + (f" Evidence: {seen['test']}." if seen else ""),
-        "confidence": "high",
-        "details": {**s, "world": world},
-        "rank": None,
-    }
+        time_at_stake_us=at_stake,
+        evidence=evidence,
+        recommendation=advice + why + (f" Evidence: {seen['test']}." if seen else ""),
+        confidence="high",
+        details={**s, "world": world},
+    )
 
 
 _CAUSE_WORDS = {
@@ -430,7 +427,7 @@ def _excess_op(rank: int, ranks: Sequence[RankReport]) -> tuple[str, str, str] |
     )
 
 
-def discount_waits(rank: RankReport, wait_us: float | None) -> list[dict[str, Any]]:
+def discount_waits(rank: RankReport, wait_us: float | None) -> list[Finding]:
     """``rank``'s findings, its ``comm_exposed`` one less the ``wait_us`` it spent waiting
     for other ranks inside matched collectives (see the module docstring)."""
     from opscope.analysis.findings.comm_exposed import MIN_WALL_SHARE as EXPOSED_SHARE
@@ -440,33 +437,33 @@ def discount_waits(rank: RankReport, wait_us: float | None) -> list[dict[str, An
     wall = float(rank.timeline.wall_us)
     out = []
     for f in rank.findings:
-        if f.get("kind") != "comm_exposed":
+        if f.kind != "comm_exposed":
             out.append(f)
             continue
-        left = max(0.0, float(f.get("time_at_stake_us", 0.0)) - float(wait_us))
-        share = min(1.0, left / wall) if wall > 0 else 0.0
+        left = max(0.0, float(f.time_at_stake_us) - float(wait_us))
+        share = share_of(wall, left)
         if share < EXPOSED_SHARE:
             continue
-        saved = f.get("step_savings_us")
+        saved = f.step_savings_us
+        # its saving was measured on the rank alone, waits included: never above what is left
+        # at stake
+        capped = {} if saved is None else {"step_savings_us": min(float(saved), left)}
         out.append(
-            {
-                **f,
-                "time_at_stake_us": left,
-                # its saving was measured on the rank alone, waits included: never above what
-                # is left at stake
-                **({"step_savings_us": min(float(saved), left)} if saved is not None else {}),
-                "share": share,
-                "severity": severity_of(share),
-                "title": f"{f.get('title')}; {_fmt(float(wait_us))} of it waiting for other ranks",
-                "details": {**(f.get("details") or {}), "wait_us": float(wait_us)},
-            }
+            f.updated(
+                time_at_stake_us=left,
+                **capped,
+                share=share,
+                severity=severity_of(share),
+                title=f"{f.title}; {_fmt(float(wait_us))} of it waiting for other ranks",
+                details={**f.details, "wait_us": float(wait_us)},
+            )
         )
     return out
 
 
 def comm_bandwidth(
     section: dict[str, Any], wall_us: float, records: Sequence[dict[str, Any]]
-) -> list[dict[str, Any]]:
+) -> list[Finding]:
     """``comm_bandwidth`` findings of a ``distributed`` section (see the module docstring)."""
     link = section.get("interconnect")
     if not link or wall_us <= 0:
@@ -510,20 +507,19 @@ def comm_bandwidth(
         )
         counted += f" over {ranks} ranks" if ranks > 1 else ""
         out.append(
-            {
-                "kind": "comm_bandwidth",
-                "severity": severity_of(min(1.0, at_stake / wall_us)),
-                "title": (
+            make_finding(
+                wall_us,
+                kind="comm_bandwidth",
+                job=True,
+                title=(
                     f"{g['name']} at {float(bw):.1f} GB/s bus bandwidth, {pct_share} of "
                     f"{link['name']}'s {float(link['gbs']):.0f} GB/s ({counted}, median "
                     f"{median_bytes / 1e6:.2f} MB)"
                 ),
-                "time_at_stake_us": at_stake,
-                "share": min(1.0, at_stake / wall_us),
-                "evidence": [],
-                "recommendation": advice,
-                "confidence": "medium" if matched else "low",
-                "details": {
+                time_at_stake_us=at_stake,
+                recommendation=advice,
+                confidence="medium" if matched else "low",
+                details={
                     "collective": g["name"],
                     "pg": g["pg"],
                     "busbw_gbps": float(bw),
@@ -535,8 +531,7 @@ def comm_bandwidth(
                     "from_matched_transfers": matched,
                     "link_source": link.get("source"),
                 },
-                "rank": None,
-            }
+            )
         )
     return out
 
@@ -546,9 +541,9 @@ def job_findings(
     wall_us: float,
     stragglers: Sequence[dict[str, Any]] = (),
     section: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Finding]:
     """The job-level findings of ``ranks`` (unranked; the merge ranks them with the rest)."""
-    found: list[dict[str, Any] | None] = [load_imbalance(ranks, wall_us)]
+    found: list[Finding | None] = [load_imbalance(ranks, wall_us)]
     if section:
         found += comm_bandwidth(section, wall_us, [c for r in ranks for c in r.collectives])
     found += [straggler(s, len(ranks), wall_us) for s in stragglers]

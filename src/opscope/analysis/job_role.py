@@ -18,7 +18,7 @@ from opscope.analysis.collectives import collective_records
 from opscope.analysis.instance_table import wait_by_rank
 
 if TYPE_CHECKING:
-    from opscope.analysis.critical.fixes import Fix
+    from opscope.analysis.findings.finding import Finding
     from opscope.trace.model import Trace
 
 
@@ -62,7 +62,7 @@ _PATH_CAUSES = {
 
 def rank_role_finding(
     role: dict[str, Any], critical_path: dict[str, Any] | None, wall_us: float
-) -> dict[str, Any] | None:
+) -> Finding | None:
     """The straggler finding of the chosen rank when the job names it (None otherwise): its
     cause the heaviest of data loading, syncs, untraced time and compute on its own path."""
     from opscope.analysis.job_findings import straggler
@@ -88,16 +88,15 @@ def rank_role_finding(
         "cause_op": top,
         "evidence": role.get("evidence"),
     }
-    f = straggler(row, len(role["ranks"]), wall_us)
-    return {**f, "rank": role["rank"]}
+    return straggler(row, len(role["ranks"]), wall_us).updated(rank=role["rank"])
 
 
-def chosen_rank(report: Any, role: dict[str, Any], findings: bool) -> list[Fix | None]:
+def chosen_rank(report: Any, role: dict[str, Any], findings: bool) -> None:
     """A rank of a job reported alone (``--rank``; ``report``: its
     :class:`~opscope.analysis.report.Report`, before its findings' savings): its role in the
     job in the distributed
     section (``job_role``, :mod:`opscope.analysis.job_role`), no warning about the ranks left
-    out on purpose, and its straggler finding when the job names it (no fix: None)."""
+    out on purpose, and its straggler finding when the job names it (with no fix)."""
     dist = report.extra["distributed"]
     dist["job_role"] = role
     kept = [w for w in dist.get("warnings") or [] if "have no trace here" not in w]
@@ -111,10 +110,8 @@ def chosen_rank(report: Any, role: dict[str, Any], findings: bool) -> list[Fix |
     kept.append(f"rank {role['rank']} of a job of {n} ranks, reported alone (--rank): {what}")
     dist["warnings"] = kept
     found = rank_role_finding(role, report.extra.get("critical_path"), report.timeline.wall_us)
-    if found is None or not findings:
-        return []
-    report.findings = [*report.findings, found]
-    return [None]
+    if found is not None and findings:
+        report.findings = [*report.findings, found]
 
 
 __all__ = ["chosen_rank", "job_role", "rank_role_finding"]

@@ -376,7 +376,7 @@ def _profile_variant(
     on_report: OnReport | None,
     schedule: dict[str, int] = SCHEDULE,
 ) -> None:
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.capture.neuron_explorer import convert
     from opscope.capture.session import profile
 

@@ -255,7 +255,7 @@ def print_reports(run_dirs: list[Path], top: int) -> None:
     """The text report of each run folder on stderr (the program's stdout stays its own)."""
     from rich.console import Console
 
-    from opscope.analysis.report import analyze
+    from opscope.analysis.pipeline import analyze
     from opscope.cli.prepare import prepare
     from opscope.render.text import render_to
 

@@ -114,7 +114,7 @@ def explorer_payload(report: dict[str, Any], trace: Trace) -> tuple[dict[str, An
 def _records(trace: Trace, steps: tuple[int, int] | None) -> dict[int, list[dict[str, Any]]]:
     """Each rank's collective records, as the analysis made them (same steps)."""
     from opscope.analysis.collectives import collective_records
-    from opscope.analysis.report import rank_traces
+    from opscope.analysis.rank_split import rank_traces
 
     ranks = list(trace.meta.ranks)
     if len(set(ranks)) <= 1:

@@ -24,7 +24,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -539,7 +539,7 @@ def _findings(report: Any) -> list[dict[str, Any]]:
         return []
     out = []
     for f in report.findings:
-        if not isinstance(f, dict):
+        if not isinstance(f, Mapping):
             continue
         d = f.get("details") or {}
         row: dict[str, Any] = {"kind": f.get("kind"), "title": f.get("title")}

@@ -44,7 +44,7 @@ def what_if(report: Report, spec: str) -> dict[str, Any]:
     "steps"}`` for the report's trace and window (raises ``WhatIfError`` on a bad spec).  For
     a job the figures are the job path's (the ranks joined at their collectives) and
     ``ranks`` gives each rank's own path, projected alone."""
-    from opscope.analysis.report import rank_traces
+    from opscope.analysis.rank_split import rank_traces
 
     check_factors(spec)
     parse_what_if(spec)  # a bad spec fails before any work
@@ -56,7 +56,7 @@ def what_if(report: Report, spec: str) -> dict[str, Any]:
         graph = rank_graph(trace, steps, report.collectives)
         return {"scope": "rank", "rank": graph.rank, **rank_what_if(trace, graph, spec)}
     from opscope.analysis.critical.job import job_what_if
-    from opscope.analysis.report import matched
+    from opscope.analysis.job_report import matched
 
     traces = {int(t.meta.ranks[0]): t for t in rank_traces(trace)}
     records, instances = matched(report.ranks)

@@ -60,7 +60,7 @@ class OpenTrace:
             if self._error is not None:
                 raise self._error
             if self._report is None:
-                from opscope.analysis.report import analyze
+                from opscope.analysis.pipeline import analyze
 
                 try:
                     self._report = analyze(self.trace, steps=self.steps, peaks=self.peaks)
@@ -148,7 +148,7 @@ def only_rank(trace: Trace, rank: int, steps: tuple[int, int] | None = None) -> 
     job's collectives matched, :func:`opscope.analysis.job_role.job_role`) in its metadata's
     ``extra["job_role"]``."""
     from opscope.analysis.job_role import job_role
-    from opscope.analysis.report import rank_traces
+    from opscope.analysis.rank_split import rank_traces
 
     ranks = list(trace.meta.ranks) or [0]
     if rank not in ranks:

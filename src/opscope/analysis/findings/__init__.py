@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-from opscope.analysis.findings.base import Context, Evidence, Finding, Rule, rank_key
+from opscope.analysis.findings.base import Context, Rule
+from opscope.analysis.findings.finding import Evidence, Finding, rank_key, renumbered
 
 __all__ = ["RULE_MODULES", "Context", "Evidence", "Finding", "Rule", "rules", "run_rules"]
 
@@ -35,13 +36,12 @@ def rules() -> list[Rule]:
 
 
 def run_rules(ctx: Context, only: set[str] | None = None) -> list[Finding]:
-    """Run every rule (or those named in ``only``) and rank the findings by time at stake."""
+    """Run every rule (or those named in ``only``), rank the findings by time at stake and
+    number them F1, F2..."""
     found: list[Finding] = []
     for rule in rules():
         if only is not None and rule.name not in only:
             continue
         found.extend(rule.run(ctx))
     found.sort(key=lambda f: rank_key(f.time_at_stake_us, f.severity, f.title))
-    for i, f in enumerate(found, 1):
-        f.id = f"F{i}"
-    return found
+    return renumbered(found)

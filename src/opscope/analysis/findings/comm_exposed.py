@@ -116,8 +116,7 @@ def run(ctx: Context) -> list[Finding]:
     )
     return [
         make_finding(
-            ctx,
-            kind="comm_exposed",
+            ctx.wall_us,
             title=title,
             time_at_stake_us=exposed_us,
             evidence=evidence,
@@ -142,5 +141,5 @@ def run(ctx: Context) -> list[Finding]:
 RULE = Rule(
     name="comm_exposed",
     description="Communication not hidden behind compute (exposed collectives)",
-    run=run,
+    find=run,
 )

@@ -95,8 +95,7 @@ def run(ctx: Context) -> list[Finding]:
         sh = share_of_wall(ctx, compile_us)
         out.append(
             make_finding(
-                ctx,
-                kind="compile",
+                ctx.wall_us,
                 severity=severity_of(sh) if compile_us else "medium",
                 title=(
                     f"torch.compile compiled inside the measured window: {fmt_us(compile_us)} "
@@ -153,8 +152,7 @@ def run(ctx: Context) -> list[Finding]:
         frames = {str(names.values[c]).split(": ", 1)[1].split("/")[0] for c in region_codes}
         out.append(
             make_finding(
-                ctx,
-                kind="compile",
+                ctx.wall_us,
                 severity="low",
                 share=0.0,
                 title=f"{breaks} graph break{'s' if breaks != 1 else ''} in compiled code "
@@ -183,8 +181,7 @@ def run(ctx: Context) -> list[Finding]:
     if len(lookups) and share_of_wall(ctx, lookup_us) >= MIN_WALL_SHARE:
         out.append(
             make_finding(
-                ctx,
-                kind="compile",
+                ctx.wall_us,
                 title=(
                     f"Dynamo guard checks cost {fmt_us(lookup_us)} ({len(lookups)} cache "
                     f"lookup{'s' if len(lookups) != 1 else ''}, "
@@ -255,8 +252,7 @@ def _neff_per_shape(ctx: Context, v: EventView) -> Finding | None:
     worst_neffs = sorted({str(m) for m in models[name_inv == worst].tolist()})
     sh = share_of_wall(ctx, load_us)
     return make_finding(
-        ctx,
-        kind="compile",
+        ctx.wall_us,
         severity=severity_of(sh) if load_us else "medium",
         title=f"{label[worst]} ran {neffs[worst]} NEFFs for {shapes[worst]} input shapes: "
         "Neuron compiles a graph per shape",
@@ -381,8 +377,7 @@ def _recompile_finding(
         )
     evidence: list[Evidence] = [ids_evidence(v, recompiled, note="recompiled regions")]
     return make_finding(
-        ctx,
-        kind="compile",
+        ctx.wall_us,
         severity="medium" if count > 1 or compile_us else "low",
         title=f"{count} recompilation{'s' if count != 1 else ''}"
         f"{' (shape-driven)' if shape_driven else ''}: {first}",
@@ -403,5 +398,5 @@ def _recompile_finding(
 RULE = Rule(
     name="compile",
     description="torch.compile: compile time in the window, recompiles, graph breaks, guards",
-    run=run,
+    find=run,
 )

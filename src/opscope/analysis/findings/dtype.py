@@ -137,8 +137,7 @@ def _float64(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Finding |
             f"({names})"
         )
     return make_finding(
-        ctx,
-        kind="dtype",
+        ctx.wall_us,
         severity="low" if kind == "neuron" else None,
         title=title,
         time_at_stake_us=at_stake,
@@ -190,8 +189,7 @@ def _fp32_matmul(ctx: Context, v: EventView, ex: np.ndarray, kind: str) -> Findi
         )
     names = sorted({v.name_of(int(o)) for o in unique_ints(v.op[hit]).tolist()})
     return make_finding(
-        ctx,
-        kind="dtype",
+        ctx.wall_us,
         title=(
             f"fp32 matmuls without tensor cores: {pct(dev_us / total)} of device time "
             f"({len(hit)} kernels of {', '.join(names[:3])})"
@@ -223,5 +221,5 @@ def _compute_major(ctx: Context) -> int | None:
 RULE = Rule(
     name="dtype",
     description="float64 work on a device; fp32 matmuls where TF32/bf16 tensor cores exist",
-    run=run,
+    find=run,
 )

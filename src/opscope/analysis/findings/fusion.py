@@ -546,8 +546,7 @@ def _finding(ctx: Context, v: EventView, c: Chain, at_stake: float) -> Finding:
         fix += f" Saves about {inter / 1e6:.2f} MB of intermediate traffic in the window."
     note = f"executions of {c.occurrences} occurrence(s)"
     return make_finding(
-        ctx,
-        kind="fusion",
+        ctx.wall_us,
         title=title,
         time_at_stake_us=at_stake,
         evidence=[ids_evidence(v, c.exec_rows, note=note)],
@@ -561,5 +560,5 @@ def _finding(ctx: Context, v: EventView, c: Chain, at_stake: float) -> Finding:
 RULE = Rule(
     name="fusion",
     description="Chains of small elementwise/reduction executions a fused built-in would replace",
-    run=run,
+    find=run,
 )

@@ -20,6 +20,7 @@ during all of it.  The same gaps, where they last 100 µs or more, are also amon
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 
@@ -103,8 +104,7 @@ def run(ctx: Context) -> list[Finding]:
     evidence = []
     for _ns, lo, hi, nxt, _parts in found[:EVIDENCE_GAPS]:
         ev = range_evidence(lo, hi, note="device idle between graph replays")
-        ev.event_ids = [v.event_id(nxt.launch)]
-        evidence.append(ev)
+        evidence.append(replace(ev, event_ids=[v.event_id(nxt.launch)]))
     sh = share_of_wall(ctx, total_us)
     mean_us = total_us / len(found)
     names = ", ".join(n for n, _ in busy[:3])
@@ -120,8 +120,7 @@ def run(ctx: Context) -> list[Finding]:
         fix += f" The launching thread meanwhile ran: {names}."
     return [
         make_finding(
-            ctx,
-            kind="graph_host_gaps",
+            ctx.wall_us,
             title=(
                 f"Device idle {pct(sh)} of the time between graph replays, waiting for the "
                 f"host ({len(found)} gaps, {fmt_us(mean_us)} each on average)"
@@ -145,5 +144,5 @@ def run(ctx: Context) -> list[Finding]:
 RULE = Rule(
     name="graph_host_gaps",
     description="Device idle between CUDA/HIP graph replays while the host prepares the next",
-    run=run,
+    find=run,
 )

@@ -146,8 +146,7 @@ def run(ctx: Context) -> list[Finding]:
     host_us = sum(g["host_us"] for g in graphs)
     return [
         make_finding(
-            ctx,
-            kind="graph_input_copies",
+            ctx.wall_us,
             title=(
                 f"{what} ({per:.3g} copies per replay: {fmt_us(device_us)} of device time, "
                 f"{fmt_us(host_us)} on the host)"
@@ -178,5 +177,5 @@ def run(ctx: Context) -> list[Finding]:
 RULE = Rule(
     name="graph_input_copies",
     description="A CUDA/HIP graph whose inputs are copied in before every replay",
-    run=run,
+    find=run,
 )

@@ -119,8 +119,7 @@ def run(ctx: Context) -> list[Finding]:
         what = f"{len(again_ids)} graph{'s' if len(again_ids) != 1 else ''} re-instantiated"
     return [
         make_finding(
-            ctx,
-            kind="graph_recapture",
+            ctx.wall_us,
             title=f"{what}: {fmt_us(total_us)} of host time capturing and instantiating",
             time_at_stake_us=total_us,
             evidence=evidence,
@@ -150,5 +149,5 @@ def run(ctx: Context) -> list[Finding]:
 RULE = Rule(
     name="graph_recapture",
     description="CUDA/HIP graphs captured, or captured again, inside the window",
-    run=run,
+    find=run,
 )

@@ -53,7 +53,14 @@ from opscope.analysis.findings._view import (
     ids_evidence,
     view,
 )
-from opscope.analysis.findings.base import Context, Finding, Rule, severity_of, share_of_wall
+from opscope.analysis.findings.base import (
+    Context,
+    Finding,
+    Rule,
+    make_finding,
+    severity_of,
+    share_of_wall,
+)
 
 MIN_COPIES = 2
 MIN_WALL_SHARE = 0.01
@@ -158,8 +165,7 @@ def run(ctx: Context) -> list[Finding]:
     ]
     for cost, key, arr in per_step[: MAX_FINDINGS - len(out)]:
         f = _finding(ctx, v, key, arr, cost, single_step=after_warmup and len(arr) < MIN_COPIES)
-        f.details["below_threshold"] = True
-        out.append(f)
+        out.append(f.updated(details={**f.details, "below_threshold": True}))
     return out
 
 
@@ -235,8 +241,8 @@ def _finding(
         if mean_bytes and mean_bytes > SMALL_BYTES
         else (f", {mean_bytes:.0f} B each" if mean_bytes is not None else "")
     )
-    return Finding(
-        kind="h2d_copies",
+    return make_finding(
+        ctx.wall_us,
         severity=severity_of(sh),
         title=f"{len(arr)} host-to-device cop{'ies' if len(arr) != 1 else 'y'} caused by "
         f"{op_name}{where}{size}",
@@ -263,7 +269,7 @@ def _finding(
 RULE = Rule(
     name="h2d_copies",
     description="Recurring host-to-device copies in the steady state and the op behind each",
-    run=run,
+    find=run,
 )
 
 

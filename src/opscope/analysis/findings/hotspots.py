@@ -137,8 +137,7 @@ def run(ctx: Context) -> list[Finding]:
         )
         out.append(
             make_finding(
-                ctx,
-                kind="hotspots",
+                ctx.wall_us,
                 severity="medium" if dev_share >= 0.30 else "info",
                 title=(
                     f"{row.name} holds {pct(dev_share)} of device time "
@@ -180,5 +179,5 @@ def _counts(name: str, calls: int, executions: int, on_host: bool) -> tuple[str,
 RULE = Rule(
     name="hotspots",
     description="Top ops by device time: one expensive kernel or many small executions",
-    run=run,
+    find=run,
 )

@@ -22,6 +22,8 @@ sum: the device could have run during all of it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from opscope.analysis.critical.fixes import Fix, FixPart
@@ -96,10 +98,8 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
             int(g.end[i]),
             note=f"{fmt_us(g.length[i] / 1e3)} idle before {v.name_of(nxt)}",
         )
-        ev.event_ids = [v.event_id(nxt)] + (
-            [v.event_id(int(g.launch[i]))] if g.launch[i] >= 0 else []
-        )
-        evidence.append(ev)
+        ids = [v.event_id(nxt)] + ([v.event_id(int(g.launch[i]))] if g.launch[i] >= 0 else [])
+        evidence.append(replace(ev, event_ids=ids))
     details: dict[str, object] = {
         "cause": cause,
         "gaps": len(sel),
@@ -137,8 +137,7 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
     spans = tuple((int(g.start[i]), int(g.end[i])) for i in sel.tolist())
     waits = None if cause == "host" else ("kernel_kernel_gap", "untraced", "wait_for_peer")
     return make_finding(
-        ctx,
-        kind="idle_gaps",
+        ctx.wall_us,
         title=title,
         time_at_stake_us=total_us,
         evidence=evidence,
@@ -198,5 +197,5 @@ def _host_activity(v: EventView, g: Gaps, sel: np.ndarray) -> list[tuple[str, in
 RULE = Rule(
     name="idle_gaps",
     description="Device idle gaps above a threshold, attributed to host wait or dependencies",
-    run=run,
+    find=run,
 )

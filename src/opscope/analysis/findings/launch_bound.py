@@ -23,6 +23,8 @@ are no launches: no finding.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from opscope.analysis.critical.fixes import Fix, FixPart
@@ -66,8 +68,8 @@ def run(ctx: Context) -> list[Finding]:
     evidence = []
     for i in biggest.tolist():
         ev = range_evidence(int(g.start[i]), int(g.end[i]), note="device waits for a launch")
-        ev.event_ids = [v.event_id(int(g.next_exec[i])), v.event_id(int(g.launch[i]))]
-        evidence.append(ev)
+        ids = [v.event_id(int(g.next_exec[i])), v.event_id(int(g.launch[i]))]
+        evidence.append(replace(ev, event_ids=ids))
     names = ", ".join(r.name for r in top[:3])
     sh = share_of_wall(ctx, bubble_us)
     fix = (
@@ -80,8 +82,7 @@ def run(ctx: Context) -> list[Finding]:
         fix += f" Ops whose CPU time exceeds their device time: {names}."
     return [
         make_finding(
-            ctx,
-            kind="launch_bound",
+            ctx.wall_us,
             title=(
                 f"Launch-bound: device idle {pct(sh)} of the wall in {len(sel)} short bubbles; "
                 f"{pct(frac)} of kernels run shorter than their launch call"
@@ -117,5 +118,5 @@ def run(ctx: Context) -> list[Finding]:
 RULE = Rule(
     name="launch_bound",
     description="Device idle while the host dispatches: bubbles, short kernels, dispatch-bound ops",
-    run=run,
+    find=run,
 )

@@ -80,8 +80,7 @@ def _finding(
     evidence: list[Evidence] | None = None,
 ) -> Finding:
     return make_finding(
-        ctx,
-        kind="profile_quality",
+        ctx.wall_us,
         severity=severity_,
         share=sh,
         title=kind_title,
@@ -323,5 +322,5 @@ def _last_step(ctx: Context) -> Finding | None:
 RULE = Rule(
     name="profile_quality",
     description="Profile problems: no device events, empty window, truncation, overhead, last step",
-    run=run,
+    find=run,
 )

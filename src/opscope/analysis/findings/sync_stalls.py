@@ -55,7 +55,14 @@ from opscope.analysis.findings._view import (
     ids_evidence,
     view,
 )
-from opscope.analysis.findings.base import Context, Finding, Rule, severity_of, share_of_wall
+from opscope.analysis.findings.base import (
+    Context,
+    Finding,
+    Rule,
+    make_finding,
+    severity_of,
+    share_of_wall,
+)
 from opscope.analysis.intervals import merge_intervals
 from opscope.markers import SYNC_ANNOTATION
 from opscope.trace.arrays import unique_ints
@@ -160,8 +167,7 @@ def run(ctx: Context) -> list[Finding]:
     per_step.sort(key=lambda t: -t[2].stake_ns)
     for name, chain, g in per_step[: MAX_FINDINGS - len(out)]:
         f = _finding(ctx, v, name, chain, g)
-        f.details["below_threshold"] = True
-        out.append(f)
+        out.append(f.updated(details={**f.details, "below_threshold": True}))
     return out
 
 
@@ -206,8 +212,8 @@ def _finding(ctx: Context, v: EventView, name: str, chain: str, g: _Group) -> Fi
             f"and at the very end), or replace it by {event}."
         )
     sh = share_of_wall(ctx, stake_us)
-    return Finding(
-        kind="sync_stalls",
+    return make_finding(
+        ctx.wall_us,
         severity=severity_of(sh),
         title=(
             f"{n} × {name}{issued}: host blocked {fmt_us(wait_us)}, device idle "
@@ -234,5 +240,5 @@ def _finding(ctx: Context, v: EventView, name: str, chain: str, g: _Group) -> Fi
 RULE = Rule(
     name="sync_stalls",
     description="Host-device synchronisations inside steps and the device idle time after them",
-    run=run,
+    find=run,
 )

@@ -1,0 +1,254 @@
+"""The analysis of a trace: :func:`analyze`, the single entry point that makes a
+:class:`~opscope.analysis.report.Report`.
+
+The unit of analysis is one rank: its tables, findings and critical path
+(:func:`job_rank`); a trace of several ranks is split into its ranks
+(:mod:`opscope.analysis.rank_split`), each analysed alone, and its report is the merge of the
+rank reports (:mod:`opscope.analysis.job_report`), with the job's critical path joined from
+the ranks' events and the job's own findings measured against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from opscope.analysis.beside import beside
+from opscope.analysis.collectives import collective_records
+from opscope.analysis.critical import section as critical
+from opscope.analysis.critical.job import job_paths
+from opscope.analysis.critical.model import Graph
+from opscope.analysis.distributed import distributed_section
+from opscope.analysis.findings import Context, run_rules
+from opscope.analysis.job import RankReport
+from opscope.analysis.job_files import not_one_job
+from opscope.analysis.job_findings import comm_bandwidth, rerank
+from opscope.analysis.job_report import matching, merge, note_unreadable, rank_report
+from opscope.analysis.job_role import chosen_rank
+from opscope.analysis.kernels import kernel_table
+from opscope.analysis.optable import op_table, select_window
+from opscope.analysis.rank_split import rank_traces
+from opscope.analysis.report import Report
+from opscope.analysis.roofline import roofline as roofline_of_report
+from opscope.analysis.steps import step_stats
+from opscope.analysis.timeline import timeline_summary
+from opscope.trace import Trace, load
+from opscope.trace.gcpause import collector_paused
+from opscope.trace.jobs import MixedJobsError
+
+
+def run_info_of(source: Trace | str | Path) -> dict[str, Any] | None:
+    """run.json of a run folder (or of the folder a trace file sits in), if there is one."""
+    paths = [Path(p) for p in source.meta.paths] if isinstance(source, Trace) else [Path(source)]
+    for p in paths:
+        candidates = [p / "run.json", p.parent / "run.json"]
+        if p.parent.name == "traces":  # traces/rank<N>.json.gz inside a run folder
+            candidates.append(p.parent.parent / "run.json")
+        for candidate in candidates:
+            if candidate.is_file():
+                try:
+                    data = orjson.loads(candidate.read_bytes())
+                except (OSError, orjson.JSONDecodeError):
+                    return None
+                return data if isinstance(data, dict) else None
+    return None
+
+
+def _rank_tables(
+    trace: Trace,
+    steps: tuple[int, int] | None,
+    collectives: list[dict[str, Any]],
+    *,
+    roofline: bool,
+    peaks: str | Path | dict[str, Any] | None,
+) -> Report:
+    """A rank's report with its tables (and roofline), before findings and the path."""
+    events = select_window(trace.events, steps) if steps is not None else None
+    report = Report(
+        trace=trace,
+        ops=op_table(trace, steps),
+        kernels=kernel_table(trace, steps),
+        timeline=timeline_summary(trace, events),
+        steps=step_stats(trace),
+        window_steps=steps,
+        collectives=collectives,
+    )
+    if roofline:
+        report.roofline = roofline_of_report(report, overrides=peaks)
+    return report
+
+
+def _context(report: Report, trace: Trace) -> Context:
+    """The findings' context of a rank's report."""
+    return Context(
+        trace=trace,
+        op_table=report.ops,
+        timeline=report.timeline,
+        steps=report.steps,
+        window_steps=report.window_steps,
+        run_info=report.run_info,
+    )
+
+
+def _analyze_rank(
+    trace: Trace,
+    *,
+    steps: tuple[int, int] | None,
+    findings: bool,
+    roofline: bool,
+    peaks: str | Path | dict[str, Any] | None,
+    run_info: dict[str, Any] | None,
+) -> Report:
+    idx = trace.index  # made before the side thread starts: both share this one
+    collectives = collective_records(trace, steps)
+
+    def rank_path() -> tuple[Graph, dict[str, Any]]:
+        graph = critical.rank_graph(trace, steps, collectives)
+        return graph, critical.section(trace, graph)
+
+    # the critical path runs beside the tables and rules where a second core pays
+    with beside(rank_path, idx.n) as path_result:
+        report = _rank_tables(trace, steps, collectives, roofline=roofline, peaks=peaks)
+        report.run_info = run_info
+        if findings:
+            report.findings = run_rules(_context(report, trace))
+        if report.timeline.comm_us > 0 or report.collectives:
+            section = distributed_section([rank_report(report)])
+            report.extra["distributed"] = section
+            extra = comm_bandwidth(section, report.timeline.wall_us, report.collectives)
+            if extra and findings:
+                fixed = [
+                    f.updated(fix=critical.comm_bandwidth_fix(trace, collectives, f)) for f in extra
+                ]
+                report.findings = [*report.findings, *fixed]
+        graph, report.extra["critical_path"] = path_result()
+    role = trace.meta.extra.get("job_role")
+    if isinstance(role, dict) and isinstance(report.extra.get("distributed"), dict):
+        chosen_rank(report, role, findings)
+    if findings and report.findings:
+        # each finding's saving is the what-if of its fix on the window's path
+        fixes = [f.fix for f in report.findings]
+        saved = critical.finding_savings(trace, graph, report.findings, fixes)
+        report.findings = rerank(
+            [f.updated(step_savings_us=s) for f, s in zip(report.findings, saved, strict=True)]
+        )
+    if trace.neuron is not None and trace.device.kind == "neuron":
+        from opscope.analysis.neuron_engines import neuron_engines
+
+        engines = neuron_engines(trace)
+        if engines is not None:
+            report.extra["neuron"] = engines.to_dict()
+    return report
+
+
+def add_savings(
+    report: Report, measure: Callable[[Sequence[Mapping[str, Any]]], list[float | None]]
+) -> None:
+    """The job's own findings' ``step_savings_us`` (``measure``: from the job path), and the
+    findings ranked again."""
+    saved = measure(report.findings)
+    report.findings = rerank(
+        [
+            f if s is None else f.updated(step_savings_us=s)
+            for f, s in zip(report.findings, saved, strict=True)
+        ]
+    )
+
+
+def job_rank(
+    trace: Trace,
+    *,
+    steps: tuple[int, int] | None,
+    findings: bool,
+    roofline: bool,
+    peaks: str | Path | dict[str, Any] | None,
+    run_info: dict[str, Any] | None,
+) -> RankReport:
+    """The :class:`RankReport` of one rank of a job (a trace of :func:`rank_traces`); its
+    critical path is the rank's alone until the job's matching gives its waits."""
+    report = _analyze_rank(
+        trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
+    )
+    return rank_report(report, trace.meta.ranks[0])
+
+
+@collector_paused()  # the analysis makes many containers and no cycle
+def analyze(
+    source: Trace | str | Path | Sequence[str | Path],
+    steps: tuple[int, int] | None = None,
+    *,
+    findings: bool = True,
+    roofline: bool = True,
+    peaks: str | Path | dict[str, Any] | None = None,
+    cache: bool = True,
+) -> Report:
+    """Analyse a trace (or a path to one) over the whole trace or the given steps.
+
+    A trace of several ranks is analysed rank by rank and merged (:func:`merge`); its report
+    has a ``ranks`` section.  ``roofline``: add FLOPs, bytes and the compute/memory/overhead
+    bound per op (the first report on a CPU trace measures the CPU's peaks once, about a
+    second, then caches them); ``peaks``: a JSON file or dict overriding device peaks.
+
+    ``source`` may also be a glob pattern or a list of rank files; ``cache=False`` bypasses
+    the ingest cache.  (``opscope.analyze`` adds ``cluster=``: :mod:`opscope.analysis.api`.)
+    """
+    if isinstance(source, Trace):
+        trace = source
+    elif isinstance(source, (str, Path)):  # a path, or a glob pattern of rank files
+        from opscope.trace.formats.kineto_json import is_pattern
+
+        trace = load(source, cache=cache)
+        if is_pattern(source):
+            source = trace  # its run info is found through the files it matched
+    else:
+        from opscope.trace.formats.kineto_json import job_files, load_files
+
+        files, folder = job_files(list(source))
+        trace = load_files(files, cache=cache, folder=folder)
+        source = trace
+    run_info = run_info_of(source)
+    if len(set(trace.meta.ranks)) <= 1:
+        single = _analyze_rank(
+            trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
+        )
+        note_unreadable(single, trace.meta.unreadable)
+        return single
+    reason = not_one_job(trace)
+    if reason is not None:
+        raise MixedJobsError(reason)
+    traces = rank_traces(trace)
+    parts = [
+        job_rank(
+            t, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
+        )
+        for t in traces
+    ]
+    # the job's critical path needs the ranks' events: it is joined here, not in the merge
+    got = matching(parts)
+    by_rank = {int(t.meta.ranks[0]): t for t in traces}
+    paths = job_paths(by_rank, got.records, got.instances, steps)
+    for part in parts:
+        if part.rank in paths.per_rank:
+            part.extra["critical_path"] = paths.per_rank[part.rank]
+    report = merge(
+        parts,
+        trace=trace,
+        window_steps=steps,
+        run_info=run_info,
+        unreadable=trace.meta.unreadable,
+        matched=got,
+    )
+    if paths.job is not None:
+        report.extra["critical_path"] = paths.job
+    if paths.measure is not None:  # the job's own findings, measured against the job path
+        add_savings(report, paths.measure)
+    if report.job is not None:  # what ingestion noticed is the whole trace's
+        report.job["source"]["warnings"] = list(trace.meta.warnings)
+        report.job["source"]["skipped"] = dict(trace.meta.skipped)
+    return report
+
+
+__all__ = ["add_savings", "analyze", "job_rank", "run_info_of"]
