@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +17,7 @@ from opscope.errors import TraceError
 from opscope.trace import formats, load
 from opscope.trace.formats import event_store, kineto
 from opscope.trace.formats.listing import is_pattern, job_files, load_job
+from trace_checks import mm_step_doc
 
 NEURON = Path(__file__).resolve().parents[2].parent / "shared" / "neuron_fixtures" / "builtin"
 
@@ -27,34 +27,12 @@ def _cache_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def _doc(rank: int, ops: int) -> dict[str, Any]:
-    events: list[dict[str, Any]] = [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
-         "ts": 0, "dur": 1000},
-    ]  # fmt: skip
-    for i in range(ops):
-        t = 10 + 50 * i
-        events += [
-            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t,
-             "dur": 20, "args": {"External id": i}},
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-             "ts": t + 1, "dur": 5, "args": {"correlation": 100 + i, "External id": i}},
-            {"ph": "X", "cat": "kernel", "name": "sgemm", "pid": 0, "tid": 7, "ts": t + 10,
-             "dur": 30, "args": {"correlation": 100 + i, "External id": i}},
-        ]  # fmt: skip
-    return {
-        "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
-        "distributedInfo": {"rank": rank, "world_size": 3},
-        "traceEvents": events,
-    }
-
-
 @pytest.fixture
 def ranks(tmp_path: Path) -> Path:
     folder = tmp_path / "ranks"
     folder.mkdir()
     for rank, ops in ((0, 3), (1, 5), (2, 4)):
-        (folder / f"rank{rank}.json").write_text(json.dumps(_doc(rank, ops)))
+        (folder / f"rank{rank}.json").write_text(json.dumps(mm_step_doc(rank, ops, 3)))
     return folder
 
 
@@ -101,7 +79,7 @@ def test_a_glob_of_a_store_reports_as_its_folder(store: Path) -> None:
 def test_files_of_two_formats_are_not_one_job(store: Path, ranks: Path) -> None:
     with pytest.raises(TraceError, match=r"files of 2 formats.*event_store.*kineto"):
         job_files([store, ranks])
-    (store / "rank7.json").write_text(json.dumps(_doc(7, 1)))
+    (store / "rank7.json").write_text(json.dumps(mm_step_doc(7, 1, 3)))
     with pytest.raises(TraceError, match="files of 2 formats"):
         job_files(str(store / "rank*"))
 
