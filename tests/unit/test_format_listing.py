@@ -99,3 +99,15 @@ def test_a_neuron_profiles_pieces_are_refused_with_its_folder() -> None:
         load(str(tables / "*.parquet"))
     with pytest.raises(TraceError, match="a neuron profile, read whole"):
         job_files([NEURON, NEURON / "explorer"])
+
+
+def test_a_refused_file_in_a_list_of_ranks_is_left_out_named(ranks: Path) -> None:
+    """As in a glob: an execution trace among rank files is Kineto's reader's to refuse, and
+    the job goes on without it."""
+    et = ranks / "rank9.json"
+    et.write_text(json.dumps({"schema": "1.0.1", "pid": 7, "nodes": [{"name": "a", "id": 1}]}))
+    files = [ranks / "rank0.json", et]
+    assert job_files(files).format.name == "kineto"
+    trace = load_job(job_files(files))
+    assert trace.meta.ranks == [0] and "execution trace" in trace.meta.unreadable[0]["reason"]
+    assert load(str(ranks / "rank*.json")).meta.ranks == [0, 1, 2]

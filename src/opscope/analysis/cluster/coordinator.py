@@ -92,11 +92,12 @@ def _url_name(url: str) -> Path:
 
 @dataclass(frozen=True)
 class JobInput:
-    """A job's rank files as the coordinator lists them: their format, the names the job's
-    bookkeeping uses (``files``: a URL's host and path) and where each is read
-    (``location``: its path or URL), the folder given, the run's record."""
+    """A job's rank files as the coordinator lists them: their format (and how it reads rank
+    files), the names the job's bookkeeping uses (``files``: a URL's host and path) and where
+    each is read (``location``: its path or URL), the folder given, the run's record."""
 
     format: Format
+    by_rank: ByRank
     files: list[Path]
     location: dict[Path, str]
     given: str
@@ -104,10 +105,15 @@ class JobInput:
     run_info: dict[str, Any] | None = None
     by_url: bool = False
 
-    @property
-    def by_rank(self) -> ByRank:
-        assert self.format.by_rank is not None  # job_input refuses the formats read whole
-        return self.format.by_rank
+
+def _by_rank(fmt: Format, where: str | Path) -> ByRank:
+    """How ``fmt`` reads rank files; a format read whole is refused on a cluster."""
+    if fmt.by_rank is None:
+        raise OpscopeError(
+            f"{where}: a {fmt.name} profile, read whole; --cluster splits a job of rank files "
+            "across workers (run without --cluster)"
+        )
+    return fmt.by_rank
 
 
 def job_input(source: str | Path | Sequence[str | Path]) -> JobInput:
@@ -127,16 +133,13 @@ def job_input(source: str | Path | Sequence[str | Path]) -> JobInput:
         urls = remote_files(given if len(items) == 1 else [str(i) for i in items])
         files = [_url_name(u) for u in urls]
         location = dict(zip(files, urls, strict=True))
-        return JobInput(url_format(urls), files, location, given, by_url=True)
+        fmt = url_format(urls)
+        return JobInput(fmt, _by_rank(fmt, given), files, location, given, by_url=True)
     job = job_files(source if isinstance(source, (str, Path)) else list(source))
-    if job.format.by_rank is None:
-        raise OpscopeError(
-            f"{job.files[0]}: a {job.format.name} profile, read whole; --cluster splits a job "
-            "of rank files across workers (run without --cluster)"
-        )
+    by_rank = _by_rank(job.format, job.files[0])
     run_info = rep._run_info(Path(source) if isinstance(source, (str, Path)) else job.files[0])
     location = {f: str(f) for f in job.files}
-    return JobInput(job.format, job.files, location, given, job.folder, run_info)
+    return JobInput(job.format, by_rank, job.files, location, given, job.folder, run_info)
 
 
 def analyze_on_cluster(
