@@ -130,3 +130,27 @@ KINETO_LIKE: dict[str, Any] = {
     "traceName": "t",
     "baseTimeNanoseconds": 1700000000000000000,
 }
+
+
+def mm_step_doc(rank: int, ops: int, world_size: int = 2) -> dict[str, Any]:
+    """A Kineto document of one profiler step of ``ops`` ``aten::mm`` ops, each launching one
+    ``sgemm`` kernel, on rank ``rank`` of ``world_size`` (an A100)."""
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
+         "ts": 0, "dur": 1000},
+    ]  # fmt: skip
+    for i in range(ops):
+        t = 10 + 50 * i
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t,
+             "dur": 20, "args": {"External id": i}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+             "ts": t + 1, "dur": 5, "args": {"correlation": 100 + i, "External id": i}},
+            {"ph": "X", "cat": "kernel", "name": "sgemm", "pid": 0, "tid": 7, "ts": t + 10,
+             "dur": 30, "args": {"correlation": 100 + i, "External id": i}},
+        ]  # fmt: skip
+    return {
+        "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
+        "distributedInfo": {"rank": rank, "world_size": world_size},
+        "traceEvents": events,
+    }

@@ -177,6 +177,19 @@ def test_store_writes_each_rank_as_parquet(cluster: Any, tmp_path: Path) -> None
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout  # fmt: skip
     assert json.loads(out) == [{"rank": r, "n": t.num_rows} for r, t in enumerate(tables)]
+    # the store on the cluster: read rank by rank by its own format, the local store's report
+    assert_same(opscope.analyze(store), opscope.analyze(store, cluster=cluster.scheduler_address))
+    assert_same(
+        opscope.analyze(store),
+        opscope.analyze(str(store / "rank*.parquet"), cluster=cluster.scheduler_address),
+    )
+
+
+def test_a_profile_read_whole_is_refused_on_a_cluster(cluster: Any, tmp_path: Path) -> None:
+    """A Neuron profile (here its legacy JSON) is one piece: --cluster says so and what to do."""
+    (tmp_path / "system_profile.json").write_text('{"trace_events": []}')
+    with pytest.raises(opscope.errors.OpscopeError, match="a neuron profile, read whole"):
+        opscope.analyze(tmp_path, cluster=cluster.scheduler_address)
 
 
 def test_progress_is_told_per_rank(cluster: Any, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""IBM AIU traces (trace.formats.aiu_json): a bare array of begin/end events with ``attr``, no
+"""IBM AIU traces (trace.formats.aiu): a bare array of begin/end events with ``attr``, no
 categories, one process id per card; on a small document of that shape (no shared files)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from opscope.analysis.pipeline import analyze
 from opscope.trace import formats, load
-from opscope.trace.formats import aiu_json
+from opscope.trace.formats import aiu
 
 TID_EXEC = 2009867741857745393
 TID_PREP = 15514734831341844875  # over 2**63: a uint64 thread id
@@ -82,7 +82,7 @@ def test_kineto_files_are_not_claimed(tmp_path: Path) -> None:
     both = _write(tmp_path, [{**x, "attr": {"a": "1"}}], "both.json")  # args come first
     for path in (array, obj, both):
         assert formats.detect(path).name == "kineto", path.name
-    assert not aiu_json.sniff(tmp_path)  # a folder
+    assert not aiu.sniff(tmp_path)  # a folder
 
 
 def test_events_paired_attr_as_args_one_rank_per_card(tmp_path: Path) -> None:
@@ -127,4 +127,4 @@ def test_the_collective_across_the_cards(tmp_path: Path) -> None:
 
 def test_not_an_array_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="JSON array"):
-        aiu_json.documents({"attr": {}})
+        aiu.documents({"attr": {}})

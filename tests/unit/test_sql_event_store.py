@@ -17,6 +17,7 @@ from opscope.analysis.rank_split import rank_traces
 from opscope.cli.main import main
 from opscope.trace import load
 from opscope.trace.formats import detect
+from trace_checks import mm_step_doc
 
 
 @pytest.fixture(autouse=True)
@@ -24,35 +25,12 @@ def _cache_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def _doc(rank: int, ops: int) -> dict[str, Any]:
-    """A step of ``ops`` ops, each launching one kernel."""
-    events: list[dict[str, Any]] = [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
-         "ts": 0, "dur": 1000},
-    ]  # fmt: skip
-    for i in range(ops):
-        t = 10 + 50 * i
-        events += [
-            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t,
-             "dur": 20, "args": {"External id": i}},
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-             "ts": t + 1, "dur": 5, "args": {"correlation": 100 + i, "External id": i}},
-            {"ph": "X", "cat": "kernel", "name": "sgemm", "pid": 0, "tid": 7, "ts": t + 10,
-             "dur": 30, "args": {"correlation": 100 + i, "External id": i}},
-        ]  # fmt: skip
-    return {
-        "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
-        "distributedInfo": {"rank": rank, "world_size": 2},
-        "traceEvents": events,
-    }
-
-
 @pytest.fixture
 def job(tmp_path: Path) -> Path:
     folder = tmp_path / "ranks"
     folder.mkdir()
     for rank, ops in ((0, 3), (1, 5)):
-        (folder / f"rank{rank}.json").write_text(json.dumps(_doc(rank, ops)))
+        (folder / f"rank{rank}.json").write_text(json.dumps(mm_step_doc(rank, ops)))
     return folder
 
 

@@ -617,7 +617,7 @@ def test_a_folder_of_ten_thousand_files_gets_one_bounded_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """10,000 rank files: one process pool of at most the CPU count, never a process a file."""
-    from opscope.trace.formats import kineto_json
+    from opscope.trace.formats import kineto
 
     pools: list[int] = []
 
@@ -638,15 +638,15 @@ def test_a_folder_of_ten_thousand_files_gets_one_bounded_pool(
             fut.set_result(TraceError(f"{args[0]}: not read in this test"))
             return fut
 
-    monkeypatch.setattr(kineto_json, "ProcessPoolExecutor", Pool)
-    monkeypatch.setattr(kineto_json, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(kineto_json.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(kineto, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(kineto, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(kineto.os, "cpu_count", lambda: 8)
     files = []
     for i in range(10_000):
         f = tmp_path / f"rank{i}.json"
         f.write_bytes(b"{}")
         files.append(f)
-    got = kineto_json._load_files(files, cache=False, max_bytes=None, workers=None)
+    got = kineto._load_files(files, cache=False, max_bytes=None, workers=None)
     assert len(got) == 10_000
     assert pools == [8]  # one pool, as wide as the CPUs
 

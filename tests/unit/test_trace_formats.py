@@ -401,7 +401,7 @@ def test_folder_of_ranks_by_distributed_info_and_order(tmp_path: Path) -> None:
 def test_parallel_rank_ingest_matches_serial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from opscope.trace.formats import kineto_json
+    from opscope.trace.formats import kineto
 
     folder = tmp_path / "ranks"
     folder.mkdir()
@@ -409,8 +409,8 @@ def test_parallel_rank_ingest_matches_serial(
         evs = [X(f"op{i}", "cpu_op", i * 10, 5) for i in range(50)]
         write(folder / f"rank{rank}.json", {"traceEvents": evs})
     serial = load(folder, cache=False)
-    monkeypatch.setattr(kineto_json, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(kineto_json.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(kineto, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(kineto.os, "cpu_count", lambda: 2)
     parallel = load(folder, cache=False, workers=2)
     assert parallel.events.equals(serial.events)
 

@@ -96,8 +96,8 @@ def test_the_graph_sees_the_trace_modules() -> None:
     graph = _graph()
     assert graph["opscope.trace.native"] == {"opscope.trace._scan", "opscope.trace._args"}
     assert "opscope.trace.ingest" in graph and "opscope.trace.formats" in graph
-    assert "opscope.trace.formats.kineto_json" in graph["opscope.trace.formats"]
-    assert "opscope.trace.kineto.file" in graph["opscope.trace.formats.kineto_json"]
+    assert "opscope.trace.formats.kineto" in graph["opscope.trace.formats"]
+    assert "opscope.trace.kineto.file" in graph["opscope.trace.formats.kineto"]
 
 
 def test_no_import_cycle_inside_the_trace_package() -> None:

@@ -65,14 +65,14 @@ def test_paths_go_to_their_format(tmp_path: Path) -> None:
     expect = {
         trace: "kineto",
         tmp_path / "missing": "kineto",  # the fallback says "no such file or folder"
-        et: "execution-trace",
-        legacy: "neuron-json",
-        legacy / "system_profile.json": "neuron-json",
-        tmp_path / "cap": "neuron-capture",
-        capture: "neuron-capture",
-        parquet: "neuron-explorer",
-        parquet / "SystemProfileEvents.parquet": "neuron-explorer",
-        run: "neuron-explorer",
+        et: "execution_trace",
+        legacy: "neuron",
+        legacy / "system_profile.json": "neuron",
+        tmp_path / "cap": "neuron",
+        capture: "neuron",
+        parquet: "neuron",
+        parquet / "SystemProfileEvents.parquet": "neuron",
+        run: "neuron",
         plain_run: "kineto",
     }
     got = {p: formats.detect(p).name for p in expect}
@@ -84,7 +84,7 @@ def test_a_capture_beside_its_explorer_output_is_read_as_the_tables(tmp_path: Pa
     (tmp_path / "i-1_pid_7" / "s" / "ntrace.pb").write_bytes(b"p")
     (tmp_path / "explorer" / "p@latest").mkdir(parents=True)
     (tmp_path / "explorer" / "p@latest" / "SystemProfileEvents.parquet").write_bytes(b"")
-    assert formats.detect(tmp_path).name == "neuron-explorer"
+    assert formats.detect(tmp_path).name == "neuron"
 
 
 @pytest.mark.parametrize("nodes", [2, 3000])  # the whole file in the head, and not
@@ -149,7 +149,7 @@ DETAILS = '[{"file": "cap_32.json.gz", "batch_size": 32, "mode": "FULL"}]'
 def test_capture_details_are_refused_as_no_trace(tmp_path: Path, name: str) -> None:
     path = tmp_path / name
     path.write_text(DETAILS)
-    assert formats.detect(path).name == "capture-details"
+    assert formats.detect(path).name == "capture_details"
     with pytest.raises(TraceError, match="not a trace") as err:
         load(path, cache=False)
     assert str(err.value).startswith(f"{path}: TraceLens's capture details")

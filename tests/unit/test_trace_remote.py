@@ -1,5 +1,6 @@
 """Rank files by URL (trace.remote): listed and fetched through fsspec (its in-memory
-filesystem here), and refused with a hint where no cluster reads them."""
+filesystem here), the job's format told by the registry from the names, and refused with a
+hint where no cluster reads them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from opscope.errors import TraceError
 from opscope.trace import load
-from opscope.trace.remote import is_url, local_copy, local_path, remote_files
+from opscope.trace.remote import Downloads, is_url, remote_files, url_format
 
 fsspec = pytest.importorskip("fsspec")
 
@@ -48,12 +49,26 @@ def test_a_folder_a_glob_a_file_and_a_list(store: str) -> None:
 
 def test_a_copy_is_fetched_once_and_loads(store: str) -> None:
     url = f"{store}/rank1.json"
-    first = local_copy(url)
-    assert first.name == "rank1.json" and local_copy(url) == first
-    assert len(load(first, cache=False)) == 1
-    assert local_path("/tmp/x.json") == Path("/tmp/x.json")
-    with pytest.raises(TraceError, match="cannot be read"):
-        local_copy(f"{store}/nothing.json")
+    with Downloads() as downloads:
+        first = downloads.fetch(url)
+        assert first.name == "rank1.json" and downloads.fetch(url) == first
+        assert len(load(first, cache=False)) == 1
+        assert downloads.local_path("/tmp/x.json") == Path("/tmp/x.json")
+        with pytest.raises(TraceError, match="cannot be read"):
+            downloads.fetch(f"{store}/nothing.json")
+    assert not first.exists()  # the owner's copies go when it closes
+
+
+def test_two_owners_keep_their_own_copies(store: str) -> None:
+    """The copies are the owner's (a worker's plugin, a coordinator's job), not the
+    process's: closing one leaves the other's."""
+    url = f"{store}/rank0.json"
+    with Downloads() as a, Downloads() as b:
+        mine, theirs = a.fetch(url), b.fetch(url)
+        assert mine != theirs
+        a.close()
+        assert not mine.exists() and theirs.exists()
+        assert a.fetch(url).exists()  # fetched again after a close
 
 
 def test_loading_a_url_here_says_how(store: str) -> None:
@@ -62,6 +77,48 @@ def test_loading_a_url_here_says_how(store: str) -> None:
 
 
 def test_a_file_over_the_bound_is_not_fetched(store: str, monkeypatch: Any) -> None:
+    with Downloads() as downloads, pytest.raises(TraceError, match="not fetched"):
+        downloads.fetch(f"{store}/rank2.json", max_bytes=10)
     monkeypatch.setenv("OPSCOPE_MAX_TRACE_BYTES", "10")
-    with pytest.raises(TraceError, match="not fetched"):
-        local_copy(f"{store}/rank2.json")
+    with Downloads() as downloads, pytest.raises(TraceError, match="not fetched"):
+        downloads.fetch(f"{store}/rank2.json")
+
+
+def test_an_event_store_by_url_is_listed_through_the_registry(tmp_path: Path) -> None:
+    """A store's ``rank<N>.parquet`` files by URL: listed (a folder, a glob), told to be an
+    event store by their names, and each fetched copy read by that format's reader."""
+    import pyarrow.parquet as pq
+
+    from opscope.trace import formats
+    from opscope.trace.formats import event_store
+    from opscope.trace.schema import EVENT_SCHEMA
+
+    fs = fsspec.filesystem("memory")
+    root = "/store-" + str(id(tmp_path))[-6:]
+    local = tmp_path / "rank0.parquet"
+    pq.write_table(EVENT_SCHEMA.empty_table(), local)
+    for r in (0, 1, 10):
+        fs.pipe(f"{root}/rank{r}.parquet", local.read_bytes())
+    fs.pipe(f"{root}/notes.txt", b"not a trace")
+    url = f"memory://{root}"
+    names = [f"{url}/rank{r}.parquet" for r in (0, 1, 10)]
+    assert remote_files(url) == names
+    assert remote_files(url + "/rank1*.parquet") == names[1:]
+    assert url_format(names) is formats.get(event_store.NAME)
+    with Downloads() as downloads:
+        part = event_store.read_part(downloads.fetch(names[1]))
+    assert part.meta["format"] == "event_store" and part.table.num_rows == 0
+    fs.pipe(f"{root}/rank2.json", b"{}")
+    with pytest.raises(TraceError, match="files of 2 formats"):
+        url_format(remote_files(url))
+
+
+def test_a_neuron_profile_by_url_is_refused_by_name() -> None:
+    fs = fsspec.filesystem("memory")
+    root = "/neuron-" + str(id(fs))[-6:]
+    fs.pipe(f"{root}/SystemProfileEvents.parquet", b"")
+    fs.pipe(f"{root}/Instruction_0.parquet", b"")
+    with pytest.raises(TraceError, match="a neuron profile, read whole"):
+        remote_files(f"memory://{root}")
+    with pytest.raises(TraceError, match="a neuron profile, read whole"):
+        remote_files(f"memory://{root}/*.parquet")

@@ -92,7 +92,7 @@ def _with_captures(
 ) -> Trace | str | Path:
     """``source`` attributed by its graph captures (see :func:`analyze`); a path with nothing
     to attribute stays a path (its run folder is found through it)."""
-    from opscope.trace.formats.kineto_json import is_pattern
+    from opscope.trace.formats.listing import is_pattern
     from opscope.trace.graphs import with_captures
     from opscope.trace.ingest import load
 

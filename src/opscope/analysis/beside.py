@@ -17,6 +17,7 @@ built once, :meth:`opscope.trace.index.EventIndex.memo`) and writes nothing the 
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -59,5 +60,6 @@ def beside(fn: Callable[[], T], n_events: int) -> Iterator[Callable[[], T]]:
         yield fn
         return
     with ThreadPoolExecutor(1, thread_name_prefix="opscope-analysis") as pool:
-        future = pool.submit(fn)
+        # the caller's context goes with it (a cluster task's scoped settings)
+        future = pool.submit(contextvars.copy_context().run, fn)
         yield future.result

@@ -198,16 +198,15 @@ def analyze(
     if isinstance(source, Trace):
         trace = source
     elif isinstance(source, (str, Path)):  # a path, or a glob pattern of rank files
-        from opscope.trace.formats.kineto_json import is_pattern
+        from opscope.trace.formats.listing import is_pattern
 
         trace = load(source, cache=cache)
         if is_pattern(source):
             source = trace  # its run info is found through the files it matched
     else:
-        from opscope.trace.formats.kineto_json import job_files, load_files
+        from opscope.trace.formats.listing import job_files, load_job
 
-        files, folder = job_files(list(source))
-        trace = load_files(files, cache=cache, folder=folder)
+        trace = load_job(job_files(list(source)), cache=cache)
         source = trace
     run_info = run_info_of(source)
     if len(set(trace.meta.ranks)) <= 1:

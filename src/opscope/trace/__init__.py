@@ -4,7 +4,7 @@ Never imports torch: an analyst may read traces without it.
 """
 
 from opscope.trace.device import DeviceInfo
-from opscope.trace.formats.kineto_json import find_trace_files
+from opscope.trace.formats.kineto import find_trace_files
 from opscope.trace.ingest import load, load_document
 from opscope.trace.model import Trace, TraceMeta
 

@@ -73,7 +73,7 @@ Families and where their names come from (the library's own kernel sources):
 ``aiu``
     IBM AIU (Spyre) RDMA transfers between cards: ``SenRdmaSend_82227 [sync=AllReduce_all_\
     reduce_4_s0_r1_0] DmaO`` and ``SenRdmaReceive_82229 [524288B] [sync=...] DmaI`` (the
-    categories :mod:`opscope.trace.formats.aiu_json` gives them make them kernels).  Matched on
+    categories :mod:`opscope.trace.formats.aiu` gives them make them kernels).  Matched on
     the whole name (its last word is the DMA direction, not an identifier); the collective is
     the one the ``[sync=...]`` tag names, else ``send`` / ``recv``.
 ``gloo``
@@ -108,6 +108,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -375,8 +378,26 @@ _NEEDLES = tuple(dict.fromkeys(n for r in COMM_PATTERNS for n in r.needles))
 USER_ENV = "OPSCOPE_COMM_KERNELS"
 
 
+_SCOPED_USER: ContextVar[str | None] = ContextVar("opscope_comm_kernels", default=None)
+
+
+@contextmanager
+def comm_kernels_scope(text: str | None) -> Iterator[None]:
+    """While open, in this context only (a cluster task's), the user's patterns are ``text``
+    (one per line; None: as they would be)."""
+    token = _SCOPED_USER.set(text)
+    try:
+        yield
+    finally:
+        _SCOPED_USER.reset(token)
+
+
 def user_patterns() -> str:
-    """The user's patterns as set (:data:`USER_ENV`), "" when none."""
+    """The user's patterns in force: :func:`comm_kernels_scope`'s, else as set
+    (:data:`USER_ENV`); "" when none."""
+    scoped = _SCOPED_USER.get()
+    if scoped is not None:
+        return scoped.strip()
     return os.environ.get(USER_ENV, "").strip()
 
 

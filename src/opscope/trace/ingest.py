@@ -12,6 +12,7 @@ from typing import Any
 
 from opscope.errors import TraceError
 from opscope.trace import formats
+from opscope.trace.formats import listing
 from opscope.trace.kineto.builder import parse_kineto
 from opscope.trace.model import Trace
 from opscope.trace.parts import combine, to_part
@@ -26,8 +27,9 @@ def load(
     workers: int | None = None,
 ) -> Trace:
     """Load a trace file, run folder, folder of per-rank traces, glob pattern of rank files
-    (``ranks/*.json.gz``, when no such path exists) or Neuron profile into a :class:`Trace`
-    (the formats: :mod:`opscope.trace.formats`).
+    (``ranks/*.json.gz``, ``store/rank*.parquet``, when no such path exists) or Neuron
+    profile into a :class:`Trace` (the formats: :mod:`opscope.trace.formats`; a glob's files:
+    :mod:`opscope.trace.formats.listing`).
 
     ``cache=False`` neither reads nor writes the ingest cache.  ``max_bytes`` caps the
     decompressed size of each file (default: 16 GiB or ``$OPSCOPE_MAX_TRACE_BYTES``).
@@ -40,13 +42,9 @@ def load(
             f"{path}: rank files by URL are read on a cluster's workers: opscope report URL "
             "--cluster local (in Python, cluster='local'); or copy them here"
         )
-    from opscope.trace.formats.kineto_json import is_pattern
-
-    if is_pattern(path):
-        from opscope.trace.formats.kineto_json import job_files, load_files
-
-        files, _folder = job_files(str(path))
-        return load_files(files, cache=cache, max_bytes=max_bytes, workers=workers)
+    if listing.is_pattern(path):
+        job = listing.job_files(str(path))
+        return listing.load_job(job, cache=cache, max_bytes=max_bytes, workers=workers)
     return formats.detect(p).load(p, cache=cache, max_bytes=max_bytes, workers=workers)
 
 

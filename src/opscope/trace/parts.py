@@ -81,6 +81,16 @@ def assign_ranks(files: list[Path], parts: list[FilePart]) -> list[tuple[int, st
     return out
 
 
+def rank_sorted(files: list[Path]) -> list[Path]:
+    """rank2 before rank10: numeric order where names carry a rank, else by name."""
+
+    def key(p: Path) -> tuple[int, int, str]:
+        m = RANK_IN_NAME.search(p.name)
+        return (0, int(m.group(1)), p.name) if m else (1, 0, p.name)
+
+    return sorted(files, key=key)
+
+
 def unreadable(path: Path, reason: str, taken: set[int]) -> dict[str, Any]:
     """A file of a job that cannot be read (``reason``: the one-line error): its rank from its
     name, None when the name does not say or a readable file holds that rank."""

@@ -62,8 +62,26 @@ def max_decompressed_bytes(override: int | None = None) -> int:
     return MAX_DECOMPRESSED_BYTES
 
 
+_SCOPED_INFLATE: ContextVar[float | None] = ContextVar("opscope_max_inflate", default=None)
+
+
+@contextlib.contextmanager
+def inflate_bound(ratio: float | None) -> Iterator[None]:
+    """While open, in this context only (a cluster task's), :func:`max_inflate_ratio` is
+    ``ratio`` (None: as it would be)."""
+    token = _SCOPED_INFLATE.set(ratio)
+    try:
+        yield
+    finally:
+        _SCOPED_INFLATE.reset(token)
+
+
 def max_inflate_ratio() -> float:
-    """The inflation bound in force: ``$OPSCOPE_MAX_INFLATE`` (0: none), else the default."""
+    """The inflation bound in force: the one :func:`inflate_bound` puts in force, else
+    ``$OPSCOPE_MAX_INFLATE`` (0: none), else the default."""
+    scoped = _SCOPED_INFLATE.get()
+    if scoped is not None:
+        return scoped
     env = os.environ.get("OPSCOPE_MAX_INFLATE", "").strip()
     try:
         value = float(env) if env else float(MAX_INFLATE_RATIO)

@@ -3,28 +3,30 @@ fetched through fsspec, where a cluster's workers can reach them.
 
 fsspec comes with Dask (the ``opscope[cluster]`` extra); an object store needs its own fsspec
 package too (``s3fs``, ``gcsfs``, ``adlfs``).  :func:`remote_files` lists what a URL stands
-for on the coordinator (a file, a folder of rank files, a glob); :func:`local_copy` fetches
-one file into the process's own temporary folder once, so that every round a worker runs on
-that rank reads it from its disk.  Only the ingest reads the copy: the report names the URL.
+for on the coordinator (a file, a folder of rank files, a glob): the names the formats whose
+traces come one file per rank claim (:mod:`opscope.trace.formats.listing`; the job's format
+is told from them, :func:`url_format`).  A :class:`Downloads` fetches each file once into
+a temporary folder of its own, removed when it is closed, so that every round a worker runs
+on that rank reads it from its disk; its owner (a cluster worker's plugin, a job's
+coordinator) says how long it lives.  Only the ingest reads the copy: the report names the URL.
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from opscope.errors import TraceError
-from opscope.trace.formats.kineto_json import GLOB_CHARS, is_trace_name
+from opscope.trace.formats import Format
+from opscope.trace.formats.listing import GLOB_CHARS, by_rank_formats, claimant, one_format
 from opscope.trace.readers import max_decompressed_bytes
 
 _LOCAL_SCHEMES = ("tcp", "tls")  # scheduler addresses, never files
-_copies: dict[str, Path] = {}
-_folder: list[Path] = []  # this process's folder of copies, made on first use
 
 
 def is_url(text: str | Path) -> bool:
@@ -54,9 +56,17 @@ def _filesystem(url: str) -> tuple[Any, str]:
     return fs, path
 
 
+def _name(path: str) -> str:
+    return str(path).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _claimed(name: str) -> bool:
+    return any(f.claims(name) for f in by_rank_formats())
+
+
 def remote_files(source: str | Sequence[str]) -> list[str]:
     """The rank files' URLs that ``source`` (a URL of a file, a folder or a glob, or a list of
-    those) stands for, in name order."""
+    those) stands for, in name order: the names a format claims (:func:`_claimed`)."""
     if not isinstance(source, str):
         out: list[str] = []
         for item in source:
@@ -67,16 +77,20 @@ def remote_files(source: str | Sequence[str]) -> list[str]:
     fs, path = _filesystem(source)
     try:
         if any(c in path for c in GLOB_CHARS):
-            found = sorted(p for p in fs.glob(path) if is_trace_name(p.rsplit("/", 1)[-1]))
+            listed = sorted(fs.glob(path))
+            found = [p for p in listed if _claimed(_name(p))]
             if not found:
+                _refuse_whole(source, listed)
                 raise TraceError(f"{source}: no trace files match this pattern")
         elif fs.isdir(path):
             where = path.rstrip("/") + "/traces" if fs.isdir(path.rstrip("/") + "/traces") else path
-            found = sorted(
-                p for p in fs.ls(where, detail=False) if is_trace_name(str(p).rsplit("/", 1)[-1])
-            )
+            listed = sorted(str(p) for p in fs.ls(where, detail=False))
+            found = [p for p in listed if _claimed(_name(p))]
             if not found:
-                raise TraceError(f"{source}: no trace files (*.json, *.json.gz) in this folder")
+                _refuse_whole(source, listed)
+                raise TraceError(
+                    f"{source}: no trace files (*.json, *.json.gz, rank<N>.parquet) in this folder"
+                )
         elif fs.isfile(path):
             found = [path]
         else:
@@ -86,20 +100,83 @@ def remote_files(source: str | Sequence[str]) -> list[str]:
     return [str(fs.unstrip_protocol(p)) for p in found]
 
 
-def local_copy(url: str) -> Path:
-    """The file at ``url`` on this machine's disk (fetched once per process, then reused)."""
-    if url in _copies and _copies[url].exists():
-        return _copies[url]
-    fs, path = _filesystem(url)
-    if not _folder:
-        _folder.append(Path(tempfile.mkdtemp(prefix="opscope-remote-")))
-        atexit.register(shutil.rmtree, _folder[0], True)
-    name = path.rstrip("/").rsplit("/", 1)[-1] or "trace.json"
-    digest = hashlib.sha1(url.encode()).hexdigest()[:16]
-    dest = _folder[0] / digest / name
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{name}.part")
-    cap = max_decompressed_bytes()  # a file is never larger than what it may decompress to
+def _refuse_whole(source: str, listed: list[str]) -> None:
+    """Refuse a listing of a format read whole (a Neuron profile's tables)."""
+    for p in listed:
+        fmt = claimant(_name(p))
+        if fmt is not None and fmt.by_rank is None:
+            raise TraceError(
+                f"{source}: a {fmt.name} profile, read whole from its folder, not file by file "
+                "on a cluster's workers: copy it here and run without --cluster"
+            )
+
+
+def url_format(urls: Sequence[str]) -> Format:
+    """The format of a job's rank files by URL, told from their names (the first by-rank
+    format that claims each; Kineto JSON for a name none claims); files of several formats
+    are a :class:`TraceError`."""
+    fallback = by_rank_formats()[-1]
+
+    def of(url: str) -> Format:
+        fmt = claimant(_name(url))
+        return fmt if fmt is not None and fmt.by_rank is not None else fallback
+
+    return one_format(((_name(u), of(u)) for u in urls), urls[0] if urls else "the URLs")
+
+
+class Downloads:
+    """Files fetched from URLs onto this machine's disk, each once (then reused), into a
+    temporary folder of this object's; :meth:`close` (or leaving a ``with`` block) removes it."""
+
+    def __init__(self) -> None:
+        self._copies: dict[str, Path] = {}
+        self._folder: Path | None = None
+
+    def __enter__(self) -> Downloads:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the copies (a later fetch makes a new folder)."""
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+        self._folder = None
+        self._copies.clear()
+
+    def fetch(self, url: str, max_bytes: int | None = None) -> Path:
+        """The file at ``url`` on this machine's disk (fetched once, then reused); a file over
+        ``max_bytes`` (default :func:`~opscope.trace.readers.max_decompressed_bytes`) is not
+        fetched."""
+        got = self._copies.get(url)
+        if got is not None and got.exists():
+            return got
+        fs, path = _filesystem(url)
+        if self._folder is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="opscope-remote-"))
+        name = _name(path) or "trace.json"
+        digest = hashlib.sha1(url.encode()).hexdigest()[:16]
+        dest = self._folder / digest / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _copy(fs, path, url, dest, max_decompressed_bytes(max_bytes))
+        self._copies[url] = dest
+        return dest
+
+    def local_path(self, path: str, max_bytes: int | None = None) -> Path:
+        """``path`` as a file on this machine: a URL's local copy, else the path itself."""
+        return self.fetch(path, max_bytes) if is_url(path) else Path(path)
+
+
+def _copy(fs: Any, path: str, url: str, dest: Path, cap: int) -> None:
+    """``path`` of ``fs`` copied to ``dest`` through a temporary name, refused past ``cap``
+    bytes (a file is never larger than what it may decompress to)."""
+    tmp = dest.with_name(f".{dest.name}.part")
     try:
         with fs.open(path, "rb") as src, tmp.open("wb") as out:
             copied = 0
@@ -118,13 +195,6 @@ def local_copy(url: str) -> Path:
         tmp.unlink(missing_ok=True)
         raise TraceError(f"{url}: cannot be read ({exc})") from None
     tmp.replace(dest)
-    _copies[url] = dest
-    return dest
 
 
-def local_path(path: str) -> Path:
-    """``path`` as a file on this machine: a URL's local copy, else the path itself."""
-    return local_copy(path) if is_url(path) else Path(path)
-
-
-__all__ = ["is_url", "local_copy", "local_path", "remote_files"]
+__all__ = ["Downloads", "is_url", "remote_files", "url_format"]

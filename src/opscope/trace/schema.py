@@ -111,7 +111,7 @@ CATEGORY_MAP: dict[str, tuple[str, str]] = {
     # CUPTI range-profiler mode records each kernel as a range carrying its counters
     "cuda_profiler_range": ("device", "kernel"),
     "neuron_hw": ("device", "exec"),
-    # IBM AIU traces (trace.formats.aiu_json names their events' categories)
+    # IBM AIU traces (trace.formats.aiu names their events' categories)
     "aiu_compute": ("device", "kernel"),
     "aiu_rdma": ("device", "kernel"),
     "aiu_dma": ("device", "memcpy"),

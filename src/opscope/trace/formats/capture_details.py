@@ -2,7 +2,7 @@
 "mode"}`` that sits beside CUDA/HIP graph capture traces and says which batch size and mode each
 capture file was recorded at.  It holds no events, so it is no trace: given on its own it is
 refused with what to pass instead; in a folder of traces it is left out by name
-(:mod:`.kineto_json`); ``--graph-capture`` reads it for its folder
+(:mod:`.kineto`); ``--graph-capture`` reads it for its folder
 (:mod:`opscope.trace.graphs.sources`).
 
 :func:`sniff` decodes the whole file when it fits in :data:`HEAD_BYTES` (decompressed): a
@@ -19,7 +19,7 @@ from opscope.trace.jsondecode import loads
 from opscope.trace.model import Trace
 from opscope.trace.readers import head
 
-NAME = "capture-details"
+NAME = "capture_details"
 FILE_NAME = "execution_details.json"
 HEAD_BYTES = 64 << 10
 _BOM = b"\xef\xbb\xbf"

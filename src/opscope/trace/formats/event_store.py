@@ -9,6 +9,11 @@ file's ``<N>``); the ids are kept when the files' id ranges are apart (what the 
 every rank's ids are the job's), else each file's are moved past the previous file's, links
 with them, so that ids stay unique in the job.
 
+Listed by name (``rank<N>.parquet``: a folder, a glob, a list, a URL's listing) through the
+format registry (:mod:`opscope.trace.formats.listing`), and read rank by rank on a cluster's
+workers (:func:`read_part`: a rank's table with ids from 0, which the coordinator places as
+the local job's table places them).
+
 A store holds the events only: the traces' metadata (device properties, ``distributedInfo``,
 process names) is not in it, so the device is told from the events alone.  It is read in
 place, never cached.
@@ -26,7 +31,7 @@ import pyarrow as pa
 
 from opscope.errors import TraceError
 from opscope.trace.model import Trace, TraceMeta
-from opscope.trace.parts import place
+from opscope.trace.parts import FilePart, place
 from opscope.trace.schema import EVENT_SCHEMA, EVENT_SCHEMA_VERSION
 
 NAME = "event_store"
@@ -35,7 +40,7 @@ RANK_FILE = re.compile(r"^rank(\d+)\.parquet$")
 _VERSION_KEY = b"opscope.event_schema_version"
 
 
-def _rank_files(path: Path) -> list[tuple[int, Path]]:
+def _by_rank(path: Path) -> list[tuple[int, Path]]:
     """The ``rank<N>.parquet`` files a path stands for, by rank."""
     if path.is_file():
         m = RANK_FILE.match(path.name)
@@ -47,6 +52,19 @@ def _rank_files(path: Path) -> list[tuple[int, Path]]:
             if m and p.is_file():
                 out.append((int(m.group(1)), p))
     return sorted(out)
+
+
+def claims(name: str) -> bool:
+    """A store's file name: ``rank<N>.parquet``."""
+    return RANK_FILE.match(name) is not None
+
+
+def rank_files(path: Path) -> list[Path]:
+    """The ``rank<N>.parquet`` files a path stands for, by rank (``TraceError`` when none)."""
+    files = [p for _r, p in _by_rank(path)]
+    if not files:
+        raise TraceError(f"{path}: no event tables (rank<N>.parquet) here")
+    return files
 
 
 def _schema(path: Path) -> pa.Schema | None:
@@ -67,7 +85,7 @@ def is_event_table(path: Path) -> bool:
 
 def sniff(path: Path) -> bool:
     """A ``rank<N>.parquet`` file, or a folder of them, holding event tables."""
-    return any(is_event_table(p) for _r, p in _rank_files(path))
+    return any(is_event_table(p) for _r, p in _by_rank(path))
 
 
 def load(
@@ -75,41 +93,88 @@ def load(
 ) -> Trace:
     """The store's ranks as one event table (``cache``, ``max_bytes`` and ``workers`` do not
     apply: the files are read in place)."""
+    return load_files([p for _r, p in _by_rank(path)], folder=path)
+
+
+def _rank_of(path: Path) -> int:
+    m = RANK_FILE.match(path.name)
+    if m is None:
+        raise TraceError(f"{path}: not an event table of a store (rank<N>.parquet)")
+    return int(m.group(1))
+
+
+def _read(path: Path) -> tuple[pa.Table, str | None]:
+    """One rank's table in the event schema, and the warning its schema version calls for."""
     import pyarrow.parquet as pq
 
-    files = _rank_files(path)
-    odd = [p.name for _r, p in files if not is_event_table(p)]
-    if odd:
+    if not is_event_table(path):
         raise TraceError(
-            f"{path}: an event store whose {', '.join(odd[:4])} "
+            f"{path}: not an event table (rank<N>.parquet with the columns of opscope's "
+            "event schema)"
+        )
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceError(f"{path}: cannot read this event table: {exc}") from None
+    version = (table.schema.metadata or {}).get(_VERSION_KEY, b"").decode() or "unknown"
+    warning = None
+    if version != str(EVENT_SCHEMA_VERSION):
+        warning = (
+            f"{path.name}: written with event schema version {version}, read as version "
+            f"{EVENT_SCHEMA_VERSION} (the columns agree; rewrite the store for the "
+            "current classification)"
+        )
+    return table.cast(EVENT_SCHEMA), warning
+
+
+def load_files(
+    files: list[Path],
+    *,
+    cache: bool = True,
+    max_bytes: int | None = None,
+    workers: int | None = None,
+    folder: Path | None = None,
+) -> Trace:
+    """Event tables (``rank<N>.parquet``, a glob's or a list's) as one job, rank by rank (the
+    rank is the file's ``<N>``)."""
+    by_rank = sorted((_rank_of(p), p) for p in files)
+    odd = [p.name for _r, p in by_rank if not is_event_table(p)]
+    if odd:
+        where = folder or (by_rank[0][1].parent if by_rank else Path("."))
+        raise TraceError(
+            f"{where}: an event store whose {', '.join(odd[:4])} "
             f"{'is' if len(odd) == 1 else 'are'} not an event table (rank<N>.parquet with the "
             "columns of opscope's event schema)"
         )
     tables: list[pa.Table] = []
     warnings: list[str] = []
-    for rank, p in files:
-        try:
-            table = pq.read_table(p)
-        except (OSError, pa.ArrowException) as exc:
-            raise TraceError(f"{p}: cannot read this event table: {exc}") from None
-        version = (table.schema.metadata or {}).get(_VERSION_KEY, b"").decode() or "unknown"
-        if version != str(EVENT_SCHEMA_VERSION):
-            warnings.append(
-                f"{p.name}: written with event schema version {version}, read as version "
-                f"{EVENT_SCHEMA_VERSION} (the columns agree; rewrite the store for the "
-                "current classification)"
-            )
-        tables.append(_as_rank(table.cast(EVENT_SCHEMA), rank))
+    for rank, p in by_rank:
+        table, warning = _read(p)
+        if warning is not None:
+            warnings.append(warning)
+        tables.append(_as_rank(table, rank))
     tables = _unique_ids(tables)
     events = pa.concat_tables(tables).unify_dictionaries().combine_chunks()
     meta = TraceMeta(
-        paths=[str(p) for _r, p in files],
+        paths=[str(p) for _r, p in by_rank],
         format=NAME,
-        ranks=[r for r, _p in files],
-        rank_origin={r: "file name" for r, _p in files},
+        ranks=[r for r, _p in by_rank],
+        rank_origin={r: "file name" for r, _p in by_rank},
         warnings=warnings,
     )
     return Trace(events, meta)
+
+
+def read_part(path: Path, *, cache: bool = True, max_bytes: int | None = None) -> FilePart:
+    """One rank's table as a part (ids from 0, rank 0; what a cluster's worker reads): its
+    rank comes from its name, as :func:`load_files` gives it."""
+    import pyarrow.compute as pc
+
+    table, warning = _read(path)
+    lo = pc.min(table.column("id")).as_py() if table.num_rows else None
+    table = place(_as_rank(table, 0), 0, -int(lo or 0))
+    meta = TraceMeta(paths=[str(path)], format=NAME, warnings=[warning] if warning else [])
+    return FilePart(table, meta.to_json_dict())
 
 
 def _as_rank(table: pa.Table, rank: int) -> pa.Table:

@@ -19,7 +19,7 @@ from opscope.trace.jsonstream import EXECUTION_TRACE_REFUSAL
 from opscope.trace.model import Trace
 from opscope.trace.readers import head
 
-NAME = "execution-trace"
+NAME = "execution_trace"
 HEAD_BYTES = 64 << 10
 _BOM = b"\xef\xbb\xbf"
 _NODES = re.compile(rb'"nodes"\s*:\s*\[')

@@ -232,7 +232,6 @@ def load_neuron(path: Path, *, max_bytes: int | None = None) -> Trace:
 
     meta = TraceMeta(
         paths=[str(path)],
-        format="neuron",
         warnings=warnings,
         skipped=dict(skipped),
         alignment=alignment if lay.has_profile else {},

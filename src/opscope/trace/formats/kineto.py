@@ -6,7 +6,7 @@ A path may be a trace file (``.json``, ``.json.gz``, ``.pt.trace.json[.gz]``, or
 detected by its magic bytes), a run folder (``run.json`` beside ``trace.json.gz`` or
 ``traces/rank<N>.json.gz``) or a folder of per-rank trace files (:func:`find_trace_files`).
 A folder of run folders is not one trace: its reader names the run folders and reads none
-(separate runs are never stacked as ranks; :func:`job_files` refuses files of several run
+(separate runs are never stacked as ranks; :func:`one_run` refuses files of several run
 folders too).
 Each file is streamed (:mod:`~opscope.trace.readers`, :mod:`~opscope.trace.jsonstream`),
 converted (:mod:`~opscope.trace.kineto`) and linked (:mod:`~opscope.trace.link`) on its own,
@@ -30,11 +30,11 @@ from opscope.trace.kineto import file as kineto_file
 from opscope.trace.mempool import ingest_memory_pool
 from opscope.trace.model import Trace
 from opscope.trace.parts import (
-    RANK_IN_NAME,
     FilePart,
     assign_ranks,
     combine,
     none_readable,
+    rank_sorted,
     to_part,
     unreadable,
     unreadable_warning,
@@ -72,7 +72,7 @@ def find_trace_files(path: Path) -> list[Path]:
     if ranks.is_dir():
         files = sorted(p for p in ranks.iterdir() if is_trace_file(p))
         if files:
-            return _rank_sorted(files)
+            return rank_sorted(files)
     for candidate in ("trace.json.gz", "trace.json"):
         if (path / candidate).is_file():
             return [path / candidate]
@@ -82,7 +82,7 @@ def find_trace_files(path: Path) -> list[Path]:
         if runs:
             raise TraceError(_folder_of_runs(path, runs))
         raise TraceError(f"{path}: no trace files (*.json, *.json.gz) in this folder")
-    return _rank_sorted(files)
+    return rank_sorted(files)
 
 
 RUN_JSON = "run.json"  # what makes a folder a run folder (opscope.capture.runfolder)
@@ -170,16 +170,6 @@ def special_files(folder: Path) -> list[str]:
     return out
 
 
-def _rank_sorted(files: list[Path]) -> list[Path]:
-    """rank2 before rank10: numeric order where names carry a rank, else by name."""
-
-    def key(p: Path) -> tuple[int, int, str]:
-        m = RANK_IN_NAME.search(p.name)
-        return (0, int(m.group(1)), p.name) if m else (1, 0, p.name)
-
-    return sorted(files, key=key)
-
-
 def sniff(path: Path) -> bool:
     """Any file or folder: the fallback (its reader says what is wrong with a path that holds
     no trace)."""
@@ -229,38 +219,6 @@ def load_files(
         trace.meta.unreadable.append(entry)
         trace.meta.warnings.append(unreadable_warning(entry))
     return trace
-
-
-GLOB_CHARS = "*?["
-
-
-def is_pattern(text: str | Path) -> bool:
-    """``text`` is a glob pattern of files (``ranks/*.json.gz``), not a path that exists."""
-    return any(c in str(text) for c in GLOB_CHARS) and not Path(text).exists()
-
-
-def job_files(source: str | Path | list[str | Path]) -> tuple[list[Path], Path | None]:
-    """The trace files of a job given as a folder, a file, a glob pattern (``ranks/*.json.gz``)
-    or a list of those, in rank order; and the folder when ``source`` is one."""
-    if isinstance(source, (str, Path)):
-        text = str(source)
-        if is_pattern(text):
-            import glob
-
-            found = [Path(p) for p in sorted(glob.glob(text)) if is_trace_file(Path(p))]
-            if not found:
-                raise TraceError(f"{text}: no trace files match this pattern")
-            one_run(found)
-            return _rank_sorted(found), None
-        path = Path(source)
-        return find_trace_files(path), path if path.is_dir() else None
-    files: list[Path] = []
-    for item in source:
-        files += [f for f in job_files(item)[0] if f not in files]
-    if not files:
-        raise TraceError("no trace files given")
-    one_run(files)
-    return _rank_sorted(files), None
 
 
 def _load_files(
