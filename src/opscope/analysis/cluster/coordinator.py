@@ -120,7 +120,7 @@ def job_input(source: str | Path | Sequence[str | Path]) -> JobInput:
     """The rank files of ``source`` (paths, or URLs listed here and fetched by the workers),
     of one format whose traces come one file per rank; a format read whole (a Neuron
     profile, an AIU trace) is refused: it is not split across workers."""
-    from opscope.analysis import job_report, pipeline
+    from opscope.analysis import pipeline
     from opscope.trace.formats.listing import job_files
     from opscope.trace.remote import is_url, remote_files, url_format
 
@@ -137,7 +137,9 @@ def job_input(source: str | Path | Sequence[str | Path]) -> JobInput:
         return JobInput(fmt, _by_rank(fmt, given), files, location, given, by_url=True)
     job = job_files(source if isinstance(source, (str, Path)) else list(source))
     by_rank = _by_rank(job.format, job.files[0])
-    run_info = pipeline.run_info_of(Path(source) if isinstance(source, (str, Path)) else job.files[0])
+    run_info = pipeline.run_info_of(
+        Path(source) if isinstance(source, (str, Path)) else job.files[0]
+    )
     location = {f: str(f) for f in job.files}
     return JobInput(job.format, by_rank, job.files, location, given, job.folder, run_info)
 
