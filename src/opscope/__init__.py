@@ -48,6 +48,33 @@ _LAZY = {
 }
 
 
+def _analyze() -> Any:
+    """``opscope.analyze``: :func:`opscope.analysis.api.analyze`, whose report prints as the
+    registry's text report (``print(opscope.analyze(path))``).  The renderer is given here,
+    at the call, by the package that sits above every layer: the analysis never imports a
+    renderer, and importing one changes nothing of the analysis."""
+    import functools
+
+    from opscope.analysis import api
+
+    @functools.wraps(api.analyze)
+    def analyze(*args: Any, **kwargs: Any) -> Any:
+        report = api.analyze(*args, **kwargs)
+        report.text_renderer = _report_text
+        return report
+
+    return analyze
+
+
+def _report_text(document: dict[str, Any]) -> str:
+    """The report's text renderer, from the registry (imported when first printed)."""
+    from opscope.render.registry import renderer
+
+    text = renderer("report", "text").render(document)
+    assert isinstance(text, str)
+    return text
+
+
 def __dir__() -> list[str]:
     """The public API (``dir(opscope)``), not the module's import machinery."""
     return sorted(__all__)
@@ -58,8 +85,8 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module, attr = _LAZY[name]
-        if name == "analyze":  # print(report) shows the text report (a renderer's, not core's)
-            importlib.import_module("opscope.render.text")
+        if name == "analyze":
+            return _analyze()
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'opscope' has no attribute {name!r}")
 

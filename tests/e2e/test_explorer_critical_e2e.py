@@ -98,7 +98,7 @@ def test_static_file_draws_the_job_path_across_ranks(
     trace = load(tmp_path / "job")
     report = analyze(trace).to_dict()
     out = tmp_path / "report.html"
-    out.write_text(static_html.render(report, trace=trace), encoding="utf-8")
+    out.write_text(static_html.render_html(report, trace=trace), encoding="utf-8")
     _ready(page, out.as_uri())
     assert page.locator("[data-testid=cp-bar] > div").count() >= 1
     assert "job path over ranks 0, 1" in page.text_content("[data-testid=cp-breakdown]")

@@ -136,7 +136,7 @@ def test_static_report_from_file(
 
     trace = load(_bert())
     out = tmp_path / "report.html"
-    out.write_text(static_html.render(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
+    out.write_text(static_html.render_html(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
     _ready(page, out.as_uri())
     assert "Static report" in page.text_content("[data-testid=notice]")
     page.click("#tabs button[data-view=ops]")

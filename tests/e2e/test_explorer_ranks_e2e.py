@@ -77,7 +77,7 @@ def test_static_report_draws_the_selected_collective(
     names, ids = trace.events.column("name").to_pylist(), trace.events.column("id").to_pylist()
     kernel = ids[names.index(KERNEL)]
     out = tmp_path / "report.html"
-    out.write_text(static_html.render(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
+    out.write_text(static_html.render_html(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
     page.goto(out.as_uri() + "#timeline")
     page.wait_for_selector("body[data-ready='1']", timeout=20_000)
     page.wait_for_function("() => window.__opscope && window.__opscope.lanesDrawn > 0")
@@ -109,7 +109,7 @@ def test_static_report_says_when_a_collective_was_left_out(
     names, ids = trace.events.column("name").to_pylist(), trace.events.column("id").to_pylist()
     last = [i for n, i in zip(names, ids, strict=True) if n == KERNEL][2]  # rank 0's third
     out = tmp_path / "report.html"
-    out.write_text(static_html.render(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
+    out.write_text(static_html.render_html(analyze(trace).to_dict(), trace=trace), encoding="utf-8")
     page.goto(out.as_uri() + "#timeline")
     page.wait_for_selector("body[data-ready='1']", timeout=20_000)
     page.evaluate(f"() => window.__opscope.select({last})")

@@ -175,7 +175,7 @@ def test_the_job_segments_json_is_the_plain_list(slow_job: Path) -> None:
     lazy = rep.to_dict(lazy=True)["critical_path"]
     plain = rep.to_dict()["critical_path"]
     assert len(lazy["segments"]) == len(plain["segments"]) > 0
-    out = orjson.loads(json_render.render_bytes(rep.to_dict(lazy=True)))["critical_path"]
+    out = orjson.loads(json_render.render_json_bytes(rep.to_dict(lazy=True)))["critical_path"]
     assert out["segments"] == plain["segments"]
     assert out["top"] == plain["top"]
     pos = np.asarray([len(plain["segments"]) - 1, 0])

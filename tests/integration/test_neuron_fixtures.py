@@ -271,7 +271,7 @@ def test_engine_section_in_text_html_and_the_explorer(
     _, report, _ = case
     data = report.to_dict()
     (ex,) = data["neuron"]["executions"]
-    shown = text.render(data, width=100)
+    shown = text.render_text(data, width=100)
     assert "NeuronCore engines" in shown and ex["bound"] in shown
     assert max(len(line) for line in shown.splitlines()) <= 100
     section = html.sections(data)  # the static page and the explorer's Summary both show it

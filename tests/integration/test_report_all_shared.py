@@ -35,12 +35,12 @@ def test_report_in_all_formats(rel: str) -> None:
     report = analyze(trace)
     data = report.to_dict()
     assert data["schema"] == REPORT_SCHEMA
-    assert json.loads(json_render.render(data))["source"]["events"] == len(trace)
-    md = markdown.render(data)
+    assert json.loads(json_render.render_json(data))["source"]["events"] == len(trace)
+    md = markdown.render_markdown(data)
     assert md.startswith("# opscope report")
-    txt = text.render(data, width=100)
+    txt = text.render_text(data, width=100)
     assert max((len(line) for line in txt.splitlines()), default=0) <= 100
-    page = static_html.render(data, trace=trace)
+    page = static_html.render_html(data, trace=trace)
     assert page.lstrip().lower().startswith("<!doctype html>")
     assert 'id="opscope-data"' in page
     for finding in data["findings"]:

@@ -156,7 +156,7 @@ def test_graph_sees_function_level_relative_and_submodule_imports() -> None:
     graph = _graph()
     assert "opscope.trace.device" in graph["opscope.trace.model"]  # inside a method
     assert "opscope.trace._scan" in graph["opscope.trace.native"]  # from pkg import submodule
-    assert "opscope.explorer.static_html" in graph["opscope.cli.report_cmd"]
+    assert "opscope.render.registry" in graph["opscope.cli.report_cmd"]  # inside run()
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 

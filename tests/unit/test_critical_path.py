@@ -467,13 +467,13 @@ def test_renderers_show_the_path() -> None:
     d.op("aten::mul", 0, 100)
     d.launch(10, 10, "mul_kernel", 30, 170)
     data = analyze(d.trace()).to_dict()
-    short = text.render(data)
+    short = text.render_text(data)
     # the step is 300 µs of host time: the path is the host's (the kernel ended at 200)
     assert "critical path 300 µs" in short and "untraced 67%" in short
     assert "Critical path per step" not in short
-    full = text.render(data, critical_path=True)
+    full = text.render_text(data, critical_path=True)
     assert "Critical path per step" in full and "Biggest pieces on the path" in full
-    md = markdown.render(data)
+    md = markdown.render_markdown(data)
     assert "## Critical path" in md and "| untraced | 200 µs | 66.7% |" in md
     assert "300 µs of 300 µs wall, 33% of it explained by traced work." in md
 

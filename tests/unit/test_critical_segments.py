@@ -63,7 +63,7 @@ def test_durations_are_written_as_round_trip_floats() -> None:
 
 def test_the_report_json_holds_every_segment() -> None:
     rep = analyze(_doc().trace())
-    text = json_render.render_bytes(rep.to_dict(lazy=True))
+    text = json_render.render_json_bytes(rep.to_dict(lazy=True))
     assert (
         orjson.loads(text)["critical_path"]["segments"]
         == rep.to_dict()["critical_path"]["segments"]

@@ -129,7 +129,7 @@ def test_report_of_a_job_shows_the_section_and_narrows_to_a_rank(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from opscope.cli.main import main
-    from opscope.render.text import render
+    from opscope.render.text import render_text as render
 
     monkeypatch.setenv("OPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     job = tmp_path / "job"
@@ -166,7 +166,7 @@ def test_html_and_markdown_show_the_section(
     page = html.sections(d)
     assert "<h2>Communication per rank</h2>" in page and "<script>x" not in page
     assert page.count("<tr>") >= 3
-    md = markdown.render(d)
+    md = markdown.render_markdown(d)
     assert "## Communication per rank" in md and "| 1 |" in md
 
 

@@ -33,7 +33,7 @@ def _sha(text: str) -> str:
 
 def test_csp_hashes_match_inline_script_and_style() -> None:
     tr = load_document(gpu_doc(), "evil.json")
-    page = static_html.render(analyze(tr).to_dict(), trace=tr)
+    page = static_html.render_html(analyze(tr).to_dict(), trace=tr)
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
     assert "unsafe-inline" not in csp and "default-src 'none'" in csp
     scripts = re.findall(r'<script type="module">(.*?)</script>', page, re.S)
@@ -75,7 +75,7 @@ def test_render_without_trace_keeps_study_and_fallback() -> None:
         "variants": [{"name": "naive", "device_ops": 3, "numerics_ok": True}],
         "reading": ["builtin is 2.0× faster than naive"],
     }
-    page = static_html.render(data)
+    page = static_html.render_html(data)
     assert "RMSNorm study at 4×8 float32" in page
     assert "builtin is 2.0× faster than naive" in page
     assert "<noscript>" in page and "&lt;img src=x" in page
@@ -134,7 +134,7 @@ def test_static_page_embeds_the_collectives_as_the_api_answers(tmp_path: Any) ->
 
     tr = _job(tmp_path)
     report = analyze(tr)
-    page = static_html.render(report.to_dict(), trace=tr)
+    page = static_html.render_html(report.to_dict(), trace=tr)
     assert EVIL not in page
     colls = _blocks(page)["opscope-explorer"]["collectives"]
     assert (colls["total"], colls["embedded"], colls["matched"]) == (3, 3, True)

@@ -53,10 +53,10 @@ def test_the_reports_show_a_group_once() -> None:
         finding("idle_gaps", f"Device idle {60 + r} % of the time", r, 100.0) for r in range(4)
     ]
     data: dict[str, Any] = {"findings": found}
-    out = text.render(_doc(data), width=120)
+    out = text.render_text(_doc(data), width=120)
     assert out.count("Device idle") == 1 and "[ranks 0-3]" in out
     assert "the same on each of 4 ranks" in out
-    md = markdown.render(_doc(data))
+    md = markdown.render_markdown(_doc(data))
     assert md.count("Device idle") == 1 and "[ranks 0-3]" in md
     page = html.plain_tables(_doc(data))
     assert page.count("Device idle") == 1 and "[ranks 0-3]" in page

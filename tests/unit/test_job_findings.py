@@ -194,7 +194,7 @@ def test_a_jobs_header_gives_figures_per_rank_never_sums(tmp_path: Path) -> None
     spans = [r["summary"]["device_span_us"] for r in d["ranks"]]
     assert d["summary"]["device_span_us"] == pytest.approx(sum(spans))  # the JSON sum stays
     out = io.StringIO()
-    text.render_to(Console(file=out, width=200), d)
+    text.print_text(Console(file=out, width=200), d)
     page = out.getvalue()
     assert "per rank (max / median): wall" in page
     assert f"device span {text.us(sum(spans))}" not in page

@@ -135,7 +135,7 @@ def test_rank_report_refuses_other_documents() -> None:
 def test_text_report_of_a_job_shows_its_ranks(job_dir: Path) -> None:
     from opscope.render import text
 
-    out = text.render(analyze(job_dir).to_dict(), width=100)
+    out = text.render_text(analyze(job_dir).to_dict(), width=100)
     assert "a job of 2 ranks" in out and "Ranks (2)" in out
     assert "[rank " in out
     assert max(len(line) for line in out.splitlines()) <= 100

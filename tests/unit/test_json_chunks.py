@@ -13,7 +13,7 @@ from opscope.analysis.critical import path as cp
 from opscope.analysis.pipeline import analyze
 from opscope.cli.output import write_output
 from opscope.errors import OpscopeError
-from opscope.render.json_render import render_bytes, render_chunks
+from opscope.render.json_render import render_json_bytes, render_json_chunks
 from opscope.trace import load_document
 
 
@@ -40,9 +40,9 @@ def test_pieces_join_to_the_one_piece_bytes(
     data = analyze(load_document(_trace(40))).to_dict(lazy=True)
     segments = data["critical_path"]["segments"]
     assert len(segments) > 10
-    whole = render_bytes(data)
+    whole = render_json_bytes(data)
     monkeypatch.setattr(cp, "JSON_CHUNK", per_chunk)
-    chunks = list(render_chunks(data))
+    chunks = list(render_json_chunks(data))
     assert b"".join(chunks) == whole
     assert orjson.loads(whole)["critical_path"]["segments"] == list(segments)
     if per_chunk < len(segments):
@@ -51,7 +51,7 @@ def test_pieces_join_to_the_one_piece_bytes(
 
 def test_a_report_without_segments_is_one_piece() -> None:
     data = {"schema": "x", "ops": [{"name": "a", "calls": 1}]}
-    assert list(render_chunks(data)) == [render_bytes(data)]
+    assert list(render_json_chunks(data)) == [render_json_bytes(data)]
 
 
 def test_a_job_of_two_ranks_gives_the_same_bytes(
@@ -60,9 +60,9 @@ def test_a_job_of_two_ranks_gives_the_same_bytes(
     for r in (0, 1):
         (tmp_path / f"rank{r}.json").write_bytes(orjson.dumps(_trace(15 + 5 * r, rank=r)))
     data = analyze(tmp_path, cache=False).to_dict(lazy=True)
-    whole = render_bytes(data)
+    whole = render_json_bytes(data)
     monkeypatch.setattr(cp, "JSON_CHUNK", 3)
-    assert b"".join(render_chunks(data)) == whole
+    assert b"".join(render_json_chunks(data)) == whole
 
 
 def test_segments_of_several_blocks_in_pieces() -> None:

@@ -75,7 +75,7 @@ def test_report_schema_and_tables(data: dict[str, object]) -> None:
 
 
 def test_html_escapes_trace_strings(data: dict[str, object]) -> None:
-    page = static_html.render(data)
+    page = static_html.render_html(data)
     assert EVIL not in page
     assert "&lt;img src=x onerror=alert(&quot;pwned&quot;)&gt;" in page
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
@@ -88,14 +88,14 @@ def test_html_escapes_trace_strings(data: dict[str, object]) -> None:
 
 
 def test_json_markdown_text_render(data: dict[str, object]) -> None:
-    assert orjson.loads(json_render.render(data))["schema"] == REPORT_SCHEMA
-    md = markdown.render(data)
+    assert orjson.loads(json_render.render_json(data))["schema"] == REPORT_SCHEMA
+    md = markdown.render_markdown(data)
     assert "| op | calls | device calls |" in md and "share of device time |" in md
     assert "aten::mul" in md
     ops = data["ops"]
     assert isinstance(ops, list)
     row = next(r for r in ops if r["name"] == "aten::mul")
     assert f"| {row['calls']} | {row['device_calls']} |" in md
-    txt = text.render(data, width=100)
+    txt = text.render_text(data, width=100)
     assert "aten::mul" in txt and "calls as torch counts them; share of all" in txt
     assert max(len(line) for line in txt.splitlines()) <= 100

@@ -26,7 +26,7 @@ def _doc() -> dict[str, object]:
 
 
 def test_text_renderer_does_not_interpret_markup_in_trace_strings() -> None:
-    out = text.render(analyze(load_document(_doc(), "[red]markup.json")).to_dict(), width=100)
+    out = text.render_text(analyze(load_document(_doc(), "[red]markup.json")).to_dict(), width=100)
     assert NAME in out
     assert "[bold]aten::add" in out
     assert "[red]markup.json" in out

@@ -40,22 +40,18 @@ def _plain_but(doc: dict[str, Any], made: set[int]) -> dict[str, Any]:
     return {k: copy(v) for k, v in doc.items()}
 
 
-#: How ``str(report)`` reads: set by the text renderer when it is imported (``opscope.analyze``
-#: imports it), so that ``print(report)`` shows the text report while the analysis itself never
-#: imports a renderer.  None: ``str`` is the dataclass ``repr``.
-text_renderer: Callable[[dict[str, Any]], str] | None = None
-
-
 @dataclass
 class Report:
     """The analysis of one rank, or the merge of a job's ranks (``ranks`` then holds them and
     ``trace`` is the job's event table, or None when the ranks were analysed elsewhere).
-    ``print(report)`` shows the text report (see :data:`text_renderer`)."""
+    ``print(report)`` shows the text report when the caller gave one (:attr:`text_renderer`:
+    ``opscope.analyze`` does, from the renderer registry; the analysis never imports a
+    renderer), else the dataclass ``repr``."""
 
     def __str__(self) -> str:
-        if text_renderer is None:
+        if self.text_renderer is None:
             return repr(self)
-        return text_renderer(self.to_dict(lazy=True))
+        return self.text_renderer(self.to_dict(lazy=True))
 
     trace: Trace | None
     ops: OpTable
@@ -72,6 +68,10 @@ class Report:
     # one rank's collective records (analysis.collectives); they travel in its RankReport,
     # not in the report document
     collectives: list[dict[str, Any]] = field(default_factory=list)
+    # how str(report) reads: a renderer of the report document (document -> text), or None
+    text_renderer: Callable[[dict[str, Any]], str] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def head(self) -> dict[str, Any]:
         """The ``source``, ``device`` and ``window`` sections (a job's, when merged), without

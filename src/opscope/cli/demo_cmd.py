@@ -29,6 +29,8 @@ examples:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from opscope.cli.output import add_format
+
     p.add_argument("--device", help="cpu, cuda, cuda:1, xpu, mtia, neuron, ... (default: auto)")
     p.add_argument(
         "--shape",
@@ -39,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", default="opscope-runs", help="where run folders go (default: %(default)s)"
     )
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    add_format(p, "demo", output=False)
     p.add_argument(
         "--variants",
         default="naive,builtin,compiled",
@@ -74,7 +76,7 @@ class _ReportWriter:
         data["study"] = study
         write_json(run_dir / "report.json", data)
         (run_dir / "report.html").write_text(
-            static_html.render(data, trace=report.trace), encoding="utf-8"
+            static_html.render_html(data, trace=report.trace), encoding="utf-8"
         )
 
     def finish(self, result: StudyResult) -> None:
@@ -122,22 +124,15 @@ def run(args: argparse.Namespace) -> int:
             on_report=writer,
         )
     writer.finish(result)
-    if args.format == "json":
-        import orjson
+    from opscope.cli.output import chosen_format, write_output
+    from opscope.render.registry import renderer
 
-        from opscope.analysis.critical.path import json_default
-
-        sys.stdout.write(
-            orjson.dumps(
-                result.to_dict(), default=json_default, option=orjson.OPT_INDENT_2
-            ).decode()
-            + "\n"
-        )
-    else:
-        from opscope.render.demo import render_study
-
+    chosen = renderer("demo", chosen_format(args, "demo"))
+    if chosen.console is not None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=100)
-        console.print(render_study(result.to_dict()))
+        chosen.print_to(console, result.to_dict())
+    else:
+        write_output(chosen.render(result.to_dict()), None)
     return 0 if all(v.error is None for s in result.shapes for v in s.variants) else 1

@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from opscope.cli.output import add_max_inflate, apply_max_inflate, positive_int, text_width
+from opscope.cli.output import (
+    add_format,
+    add_max_inflate,
+    apply_max_inflate,
+    chosen_format,
+    positive_int,
+    text_width,
+)
 
 HELP = "diff two traces or run folders: per op, per kernel, timeline and findings"
 DESCRIPTION = """\
@@ -26,8 +33,7 @@ examples:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", help="baseline: trace file, run folder, or folder of ranks")
     p.add_argument("b", help="the changed run")
-    p.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    add_format(p, "diff")
     add_max_inflate(p)
     p.add_argument(
         "--top", type=positive_int, default=20, help="rows per table (default: %(default)s)"
@@ -36,30 +42,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from opscope.cli.prepare import prepare
+    from opscope.render.registry import renderer
     from opscope.service import Workspace
 
+    chosen = renderer("diff", chosen_format(args, "diff"))
     apply_max_inflate(args.max_inflate)
     prepare(args.a, args.b, command="diff")
     ws = Workspace()
     ws.open(Path(args.a), handle="a")
     ws.open(Path(args.b), handle="b")
     data = ws.diff("a", "b")
-    if args.format == "json":
-        import orjson
-
-        from opscope.analysis.critical.path import json_default
-
-        text = orjson.dumps(data, default=json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
-    else:
-        from opscope.render import diff as r
-
-        if args.format == "md":
-            text = r.render_markdown(data, top=args.top)
-        elif args.format == "html":
-            text = r.render_html(data, top=args.top)
-        else:
-            text = r.render_text(data, top=args.top, width=text_width())
+    options = (
+        {"top": args.top} if chosen.format != "text" else {"top": args.top, "width": text_width()}
+    )
     from opscope.cli.output import write_output
 
-    write_output(text, args.output)
+    write_output(chosen.render(data, **options), args.output)
     return 0

@@ -38,6 +38,8 @@ examples:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from opscope.cli.output import add_format
+
     p.add_argument("target", metavar="FILE.py:NAME", help="the function or module to optimize")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--example", metavar="FILE.py:FUNC", help="a function returning the inputs")
@@ -45,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--inputs", metavar="SHAPE[:dtype],...", help="input shapes, e.g. 4x512:bfloat16,512"
     )
     p.add_argument("--device", help="cpu, cuda, cuda:1, xpu, neuron, ... (default: auto)")
-    p.add_argument("--format", choices=("text", "json", "md"), default="text")
+    add_format(p, "optimize", output=False)
     p.add_argument(
         "--budget",
         type=float,
@@ -77,16 +79,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="apply the best verified rewrite to the file (keeps FILE.orig)",
     )
-    p.add_argument("-o", "--output", help="write the document to this file")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the document to FILE (FILE.md, .json, .txt names the format)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscope.cli.output import write_output
+    from opscope.cli.output import chosen_format, write_output
     from opscope.errors import OpscopeError, UsageError
     from opscope.experiment import optimize
     from opscope.optimize.loop import DEFAULT_BUDGET_S
     from opscope.optimize.target import load_object, load_target, parse_inputs
+    from opscope.render.registry import renderer
 
+    chosen = renderer("optimize", chosen_format(args, "optimize"))
     if args.budget is not None and args.budget < 0:
         raise UsageError(f"--budget {args.budget:g}: a number of seconds, 0 or more")
     if args.threads is not None and args.threads < 1:
@@ -141,15 +150,7 @@ def run(args: argparse.Namespace) -> int:
     doc = result.to_dict()
     if args.write:
         _write(result)
-    if args.format == "json":
-        import orjson
-
-        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
-    elif args.format == "md":
-        text = result.to_markdown()
-    else:
-        text = str(result)
-    write_output(text, args.output)
+    write_output(chosen.render(doc), args.output)
     timed = (doc.get("baseline") or {}).get("latency_us")
     if doc["best"] is None and not doc["candidates"] and not timed and args.budget != 0:
         raise OpscopeError("nothing could be tried or timed (see the notes above)")

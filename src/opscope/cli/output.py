@@ -31,6 +31,33 @@ def text_width() -> int:
     return console.width if console.is_terminal else 100
 
 
+def add_format(p: Any, kind: str, *, output: bool = True) -> None:
+    """``--format`` (its choices the renderer registry's formats of ``kind``) and, with
+    ``output``, ``-o/--output FILE`` (its extension names the format when --format is not
+    given)."""
+    from opscope.render.registry import format_help, formats
+
+    p.add_argument("--format", choices=formats(kind), default=None, help=format_help(kind))
+    if output:
+        p.add_argument(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="write to FILE instead of stdout (FILE.md, .json, .html... names the format)",
+        )
+
+
+def chosen_format(args: Any, kind: str) -> str:
+    """The format a command writes: ``--format``, else ``-o FILE``'s extension's, else the
+    default; set back on ``args.format`` (a one-line usage error for an extension no format
+    has, or a format ``kind`` is not written in)."""
+    from opscope.render.registry import choose
+
+    fmt = choose(kind, args.format, getattr(args, "output", None)).format
+    args.format = fmt
+    return fmt
+
+
 def add_max_inflate(p: Any) -> None:
     """The ``--max-inflate`` option of the commands that read traces."""
     p.add_argument(

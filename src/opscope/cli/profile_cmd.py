@@ -257,7 +257,7 @@ def print_reports(run_dirs: list[Path], top: int) -> None:
 
     from opscope.analysis.pipeline import analyze
     from opscope.cli.prepare import prepare
-    from opscope.render.text import render_to
+    from opscope.render.text import print_text
 
     console = Console(stderr=True)
     if not console.is_terminal:
@@ -272,7 +272,7 @@ def print_reports(run_dirs: list[Path], top: int) -> None:
             _say(f"opscope profile: cannot report on {run_dir}: {type(exc).__name__}: {exc}")
             continue
         console.rule(f"opscope report: {run_dir}")
-        render_to(console, data, top)
+        print_text(console, data, top)
         _say(f"opscope: run folder {run_dir} (opscope report {run_dir} --format html -o …)")
 
 

@@ -9,7 +9,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opscope.cli.output import add_max_inflate, apply_max_inflate, peaks_file, positive_int
+from opscope.cli.output import (
+    add_format,
+    add_max_inflate,
+    apply_max_inflate,
+    chosen_format,
+    peaks_file,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -55,8 +62,6 @@ value, $OPSCOPE_DASK_SCHEDULER.  The report is the local one, the job's critical
 its findings' savings included, with source.engine added; see docs/scale.md.
 """
 
-FORMATS = ("text", "json", "md", "html")
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -64,10 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="trace file, run folder, folder or glob of per-rank traces (with --cluster, also "
         "a URL: s3://, gs://, file://)",
     )
-    p.add_argument(
-        "--format", choices=FORMATS, default="text", help="output format (default: text)"
-    )
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    add_format(p, "report")
     p.add_argument("--steps", help="profiler steps to analyse, e.g. 3 or 2:4 (default: all)")
     p.add_argument(
         "--top", type=positive_int, default=20, help="rows per table (default: %(default)s)"
@@ -176,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
     from opscope.service.workspace import StepsError
 
     steps = parse_steps(args.steps)
+    chosen_format(args, "report")
     apply_max_inflate(args.max_inflate)
     if args.peaks and not Path(args.peaks).is_file():
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
@@ -285,57 +288,27 @@ def _emit(
     if args.what_if is not None and workspace is not None:
         answer = workspace.what_if(args.what_if)
         data = {**data, "what_if": answer}
-    if args.format == "text" and args.output is None:
-        from rich.console import Console
+    from opscope.cli.output import write_output
+    from opscope.render.registry import renderer
 
-        from opscope.render.text import render_to
+    chosen = renderer("report", args.format)
+    options = {
+        "top": args.top,
+        "critical_path": args.critical_path,
+        "brief": brief,
+        "what_if": answer,
+        "roofline": args.roofline,
+        "trace": report.trace,
+    }
+    if chosen.console is not None and args.output is None:
+        from rich.console import Console
 
         console = Console()
         if not console.is_terminal:
             console = Console(width=100)
-        render_to(console, data, args.top, critical_path=args.critical_path, brief=brief)
-        if answer is not None:
-            from rich.markup import escape
-
-            from opscope.render.text_critical import what_if_lines
-
-            for line in what_if_lines(answer):
-                console.print(escape(line))
-        if args.roofline and data.get("roofline"):
-            from opscope.render.roofline import render_text
-
-            console.print(render_text(data["roofline"], top=args.top, width=console.width))
+        chosen.print_to(console, data, **options)
         return 0
-    text: str | bytes | Iterator[bytes]
-    if args.format == "json":
-        from opscope.render import json_render
-
-        text = json_render.render_chunks(data)
-    elif args.format == "md":
-        from opscope.render import markdown
-
-        text = markdown.render(data, top=args.top, brief=brief)
-    elif args.format == "html":
-        from opscope.explorer import static_html
-
-        text = static_html.render(data, top=args.top, trace=report.trace)
-    else:
-        from opscope.render import text as text_renderer
-
-        text = text_renderer.render(
-            data, top=args.top, critical_path=args.critical_path, brief=brief
-        )
-        if answer is not None:
-            from opscope.render.text_critical import what_if_lines
-
-            text += "\n".join(what_if_lines(answer)) + "\n"
-        if args.roofline and data.get("roofline"):
-            from opscope.render.roofline import render_text
-
-            text += render_text(data["roofline"], top=args.top)
-    from opscope.cli.output import write_output
-
-    write_output(text, args.output)
+    write_output(chosen.render(data, **options), args.output)
     return 0
 
 

@@ -49,7 +49,7 @@ STATIC_MAX_COLLECTIVES = 2000
 STATIC_DRAWN = 8
 
 
-def render(data: dict[str, Any], top: int = 50, *, trace: Trace | None = None) -> str:
+def render_html(data: dict[str, Any], top: int = 50, *, trace: Trace | None = None) -> str:
     """The HTML report: the explorer UI as one self-contained file (timeline embedded when
     ``trace``), with the renderer's sections and its plain tables (``top`` rows) for readers
     without JavaScript."""

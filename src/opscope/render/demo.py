@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -66,7 +67,20 @@ def study_table(shape: dict[str, Any]) -> Table:
     return t
 
 
+def print_text(console: Console, data: dict[str, Any]) -> None:
+    """The study's tables on a console (a terminal: its colours and width)."""
+    console.print(render_study(data))
+
+
+def render_text(data: dict[str, Any], width: int = 100) -> str:
+    """The study as text, ``width`` columns."""
+    console = Console(record=True, width=width, file=io.StringIO())
+    print_text(console, data)
+    return console.export_text()
+
+
 def render_study(data: dict[str, Any]) -> Group:
+    """The study as one rich renderable (its tables, the reading, the notes)."""
     items: list[Any] = []
     for shape in data["shapes"]:
         items += [Text(study_title(shape, data["device"]), style="table.title"), Text("")]

@@ -1,4 +1,4 @@
-"""JSON renderer: the report's data as written in ``report.json``."""
+"""JSON renderer: a document as written in ``report.json`` (indented, a final newline)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,19 @@ import orjson
 
 from opscope.analysis.critical.path import Segments, json_default
 
-EXTENSION = ".json"
 OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 #: stands for the K-th segments list in the document while it is written: orjson escapes
 #: every control character inside a string, so a raw byte 0x01 appears nowhere else
 _MARK = b"\x01"
 
 
-def render_bytes(data: dict[str, Any]) -> bytes:
+def render_json_bytes(data: dict[str, Any]) -> bytes:
     """The whole report as UTF-8 bytes (no text copy: a large report's JSON is written as is)."""
     return orjson.dumps(data, default=json_default, option=OPTIONS)
 
 
-def render_chunks(data: dict[str, Any]) -> Iterator[bytes]:
-    """:func:`render_bytes` in pieces, the same bytes: the critical path's segments (over
+def render_json_chunks(data: dict[str, Any]) -> Iterator[bytes]:
+    """:func:`render_json_bytes` in pieces, the same bytes: the critical path's segments (over
     100 MB of JSON at a million of them) are written a piece at a time, so that the report is
     never held whole in memory (a 1M-event report's peak RSS was about 290 MB higher)."""
     found: list[Segments] = []
@@ -47,6 +46,6 @@ def render_chunks(data: dict[str, Any]) -> Iterator[bytes]:
             yield from found[int(part)].json_chunks()
 
 
-def render(data: dict[str, Any], top: int | None = None) -> str:
-    """The whole report (``top`` is accepted for a uniform interface; JSON is never cut)."""
-    return render_bytes(data).decode()
+def render_json(data: dict[str, Any]) -> str:
+    """The whole document (any kind: report, diff, optimize, compare, demo) as JSON text."""
+    return render_json_bytes(data).decode()

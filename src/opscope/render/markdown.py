@@ -9,8 +9,6 @@ from opscope.render.finding_groups import group_findings
 from opscope.render.fmt import pct, truncate, us
 from opscope.render.graph_rows import capture_line, hint, kernel_rows, units
 
-EXTENSION = ".md"
-
 
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -90,7 +88,9 @@ def _brief(brief: Mapping[str, Any]) -> list[str]:
     return [*out, ""]
 
 
-def render(data: dict[str, Any], top: int = 30, *, brief: Mapping[str, Any] | None = None) -> str:
+def render_markdown(
+    data: dict[str, Any], top: int = 30, *, brief: Mapping[str, Any] | None = None
+) -> str:
     """The report as Markdown; ``brief``: its brief (:func:`opscope.service.brief.brief`),
     the first section."""
     dev = data["device"]

@@ -20,7 +20,6 @@ from rich.text import Text
 
 from opscope.render.fmt import pct, truncate, us
 
-EXTENSION = ".svg"
 BOUND_COLOURS = {
     "compute": "#1f77b4",
     "memory": "#2ca02c",

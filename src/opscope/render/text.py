@@ -17,8 +17,6 @@ from opscope.render import text_critical, text_distributed, text_graphs
 from opscope.render.finding_groups import group_findings
 from opscope.render.fmt import line_spans, pct, print_wrapped, shorten_kernel, truncate, us
 
-EXTENSION = ".txt"
-
 
 def ops_table(data: dict[str, Any], top: int = 20, name_width: int = 38) -> Table:
     host = data["device"]["kind"] == "cpu"
@@ -155,16 +153,38 @@ def _per_rank(per: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def render_to(
+def print_text(
     console: Console,
     data: dict[str, Any],
     top: int = 20,
     *,
     critical_path: bool = False,
     brief: Mapping[str, Any] | None = None,
+    what_if: dict[str, Any] | None = None,
+    roofline: bool = False,
 ) -> None:
     """The report on a console; ``critical_path``: the path's full view, not its short block;
-    ``brief``: the report's brief (:func:`opscope.service.brief.brief`), its first block."""
+    ``brief``: the report's brief (:func:`opscope.service.brief.brief`), its first block;
+    ``what_if``: a what-if's answer (:meth:`opscope.service.Workspace.what_if`), after the
+    report; ``roofline``: the roofline table last (at the console's width)."""
+    _print_report(console, data, top, critical_path=critical_path, brief=brief)
+    if what_if is not None:
+        for line in text_critical.what_if_lines(what_if):
+            console.print(escape(line))
+    if roofline and data.get("roofline"):
+        from opscope.render.roofline import render_text as roofline_text
+
+        console.print(roofline_text(data["roofline"], top=top, width=console.width))
+
+
+def _print_report(
+    console: Console,
+    data: dict[str, Any],
+    top: int,
+    *,
+    critical_path: bool,
+    brief: Mapping[str, Any] | None,
+) -> None:
     if brief is not None:
         brief_block(console, brief)
     dev = data["device"]
@@ -307,24 +327,25 @@ def finding_lines(f: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def render(
+def render_text(
     data: dict[str, Any],
     width: int = 100,
     top: int = 20,
     *,
     critical_path: bool = False,
     brief: Mapping[str, Any] | None = None,
+    what_if: dict[str, Any] | None = None,
+    roofline: bool = False,
 ) -> str:
+    """The report as text, ``width`` columns (the options are :func:`print_text`'s; the
+    roofline table is 130 columns wide)."""
     console = Console(record=True, width=width, file=io.StringIO())
-    render_to(console, data, top, critical_path=critical_path, brief=brief)
-    return console.export_text()
+    _print_report(console, data, top, critical_path=critical_path, brief=brief)
+    text = console.export_text()
+    if what_if is not None:
+        text += "\n".join(text_critical.what_if_lines(what_if)) + "\n"
+    if roofline and data.get("roofline"):
+        from opscope.render.roofline import render_text as roofline_text
 
-
-def _register() -> None:
-    """Make ``str(report)`` the text report (``print(opscope.analyze(path))``)."""
-    from opscope.analysis import report
-
-    report.text_renderer = render
-
-
-_register()
+        text += roofline_text(data["roofline"], top=top)
+    return text

@@ -4,7 +4,10 @@
 warns.
 
 ``opscope.report.html.render`` (the HTML report) is now
-:func:`opscope.explorer.static_html.render`; the old name still has it.
+:func:`opscope.explorer.static_html.render_html`; the old name still has it.  The renderers'
+functions are named ``render_<format>`` now (:mod:`opscope.render.registry`); the old
+modules keep their former names too (``opscope.report.text.render``, ``render_to``,
+``opscope.report.markdown.render``, ``opscope.report.json_render.render``...).
 """
 
 from __future__ import annotations
@@ -25,16 +28,31 @@ warnings.warn(
 
 
 def _html_report(data: dict[str, Any], top: int = 50, *, trace: Any = None) -> str:
-    """Deprecated: :func:`opscope.explorer.static_html.render`."""
-    from opscope.explorer.static_html import render
+    """Deprecated: :func:`opscope.explorer.static_html.render_html`."""
+    from opscope.explorer.static_html import render_html
 
-    return render(data, top, trace=trace)
+    return render_html(data, top, trace=trace)
+
+
+def _copy(module: ModuleType, **old: Any) -> ModuleType:
+    """``module``'s names under the old module's name, and the ``old`` names it had."""
+    name = module.__name__.rsplit(".", 1)[-1]
+    copy = ModuleType(f"{__name__}.{name}", module.__doc__)
+    copy.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    copy.__dict__.update(old)
+    return copy
 
 
 # opscope.report.html: the HTML renderer's names, and render(), the HTML report that lived here.
-html = ModuleType(f"{__name__}.html", _html.__doc__)
-html.__dict__.update({k: v for k, v in vars(_html).items() if not k.startswith("__")})
-html.render = _html_report  # type: ignore[attr-defined]
+html = _copy(_html, render=_html_report)
+text = _copy(text, render=text.render_text, render_to=text.print_text)
+markdown = _copy(markdown, render=markdown.render_markdown)
+json_render = _copy(
+    json_render,
+    render=json_render.render_json,
+    render_bytes=json_render.render_json_bytes,
+    render_chunks=json_render.render_json_chunks,
+)
 
 # The renderers' modules under their old names (no files here: the modules are opscope.render's).
 SUBMODULES = {
