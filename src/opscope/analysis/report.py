@@ -159,4 +159,4 @@ class Report:
         return self.window_steps[0] <= step <= self.window_steps[1]
 
 
-__all__ = ["REPORT_SCHEMA", "Report", "text_renderer"]
+__all__ = ["REPORT_SCHEMA", "Report"]
