@@ -1,7 +1,9 @@
 """Capture: profiling sessions over torch.profiler, device backends, compile metrics, run folders.
 
-Imports torch lazily; importing this package does not import torch (``profile`` and
-``ProfileSession`` load :mod:`opscope.capture.session`, which does, on first use).
+Imports lazily: importing this package imports none of its modules (each name loads its module
+on first use, so the CLI's Neuron conversion step, :mod:`.neuron_explorer`, costs a report
+nothing of the rest), and none imports torch at load (``profile`` and ``ProfileSession`` load
+:mod:`opscope.capture.session`, which does, on first use).
 
 - :mod:`.devices`: which device, which profiler activities, how to synchronize it
 - :mod:`.schedule`: wait/warmup/active arithmetic and its validation
@@ -16,12 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from opscope.capture.compile_metrics import CompileRecord, watch_compile
-from opscope.capture.devices import DeviceSpec, resolve_device
-from opscope.capture.runfolder import RUN_SCHEMA, new_run_dir, read_run_json, write_json
-from opscope.capture.schedule import Schedule
-
 if TYPE_CHECKING:
+    from opscope.capture.compile_metrics import CompileRecord, watch_compile
+    from opscope.capture.devices import DeviceSpec, resolve_device
+    from opscope.capture.runfolder import RUN_SCHEMA, new_run_dir, read_run_json, write_json
+    from opscope.capture.schedule import Schedule
     from opscope.capture.session import SYNC_ANNOTATION, ProfileSession, profile
 
 __all__ = [
@@ -39,12 +40,31 @@ __all__ = [
     "write_json",
 ]
 
-_LAZY = {"profile", "ProfileSession", "SYNC_ANNOTATION"}
+# each public name and the module that holds it
+_LAZY = {
+    "CompileRecord": "compile_metrics",
+    "watch_compile": "compile_metrics",
+    "DeviceSpec": "devices",
+    "resolve_device": "devices",
+    "RUN_SCHEMA": "runfolder",
+    "new_run_dir": "runfolder",
+    "read_run_json": "runfolder",
+    "write_json": "runfolder",
+    "Schedule": "schedule",
+    "profile": "session",
+    "ProfileSession": "session",
+    "SYNC_ANNOTATION": "session",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from opscope.capture import session
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'opscope.capture' has no attribute {name!r}")
+    import importlib
 
-        return getattr(session, name)
-    raise AttributeError(f"module 'opscope.capture' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"opscope.capture.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
