@@ -29,14 +29,10 @@ class Comparison:
         return self.data.to_dict()
 
     def to_html(self) -> str:
-        from opscope.render.compare import render_html
-
-        return render_html(self.to_dict())
+        return _text("compare", "html", self.to_dict())
 
     def __str__(self) -> str:
-        from opscope.render.compare import render_text
-
-        return render_text(self.to_dict())
+        return _text("compare", "text", self.to_dict())
 
     def __repr__(self) -> str:
         verdicts = ", ".join(f"{v.name}={v.verdict}" for v in self.data.variants)
@@ -90,6 +86,15 @@ def compare(
     )
 
 
+def _text(kind: str, fmt: str, document: dict[str, Any]) -> str:
+    """``document`` in ``fmt``, by the renderer registry."""
+    from opscope.render.registry import renderer
+
+    out = renderer(kind, fmt).render(document)
+    assert isinstance(out, str)
+    return out
+
+
 def _check_arguments(variants: Any, inputs: Any) -> None:
     """Clear errors for the mistakes a first call makes (a list or a bare tensor as inputs,
     a list of functions as variants)."""
@@ -130,14 +135,10 @@ class Optimization:
         return self.data.to_dict()  # type: ignore[no-any-return]
 
     def to_markdown(self) -> str:
-        from opscope.render.optimize import render_markdown
-
-        return render_markdown(self.to_dict())
+        return _text("optimize", "md", self.to_dict())
 
     def __str__(self) -> str:
-        from opscope.render.optimize import render_text
-
-        return render_text(self.to_dict())
+        return _text("optimize", "text", self.to_dict())
 
     def __repr__(self) -> str:
         return repr(self.data)
