@@ -77,3 +77,22 @@ def test_mcp_distributed_on_a_trace_without_communication_answers_zero(tmp_path:
     got = _distributed(Session(ws), {"trace": None})
     assert got.data["distributed"] is None and got.data["comm_us"] == 0.0
     assert "No communication" in got.text
+
+
+def test_the_flags_settings_last_one_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--comm-kernels`` and ``--max-inflate`` are in force while their command runs, and
+    leave neither the environment nor the process's settings behind."""
+    import os
+
+    from opscope.trace.commnames import user_patterns
+    from opscope.trace.readers import MAX_INFLATE_RATIO, max_inflate_ratio
+
+    trace = _trace(tmp_path / "acme.json", ["acme_ring_xfer_kernel"])
+    before = dict(os.environ)
+    args = ("--comm-kernels", r"acme_\w+_xfer", "--max-inflate", "7")
+    assert _comm_us(capsys, str(trace), *args) == pytest.approx(200.0)
+    assert dict(os.environ) == before
+    assert user_patterns() == "" and max_inflate_ratio() == float(MAX_INFLATE_RATIO)
+    assert _comm_us(capsys, str(trace)) == 0.0

@@ -9,7 +9,6 @@ from pathlib import Path
 from opscope.cli.output import (
     add_format,
     add_max_inflate,
-    apply_max_inflate,
     chosen_format,
     positive_int,
     text_width,
@@ -46,7 +45,6 @@ def run(args: argparse.Namespace) -> int:
     from opscope.service import Workspace
 
     chosen = renderer("diff", chosen_format(args, "diff"))
-    apply_max_inflate(args.max_inflate)
     prepare(args.a, args.b, command="diff")
     ws = Workspace()
     ws.open(Path(args.a), handle="a")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from opscope.cli.output import add_max_inflate, apply_max_inflate
+from opscope.cli.output import add_max_inflate
 from opscope.cli.report_cmd import add_graph_capture, graph_capture_arg
 
 HELP = "browse a trace in a local web app: timeline, dependency chains, findings"
@@ -54,7 +54,6 @@ def run(args: argparse.Namespace) -> int:
             "machine can read the trace",
             file=sys.stderr,
         )
-    apply_max_inflate(args.max_inflate)
     prepare(args.path, args.path_b, command="explore")
     session = Session.open(args.path, args.path_b, graph_capture=graph_capture_arg(args))
     try:

@@ -11,6 +11,7 @@ Exit codes: 0 success, 1 bad input (one-line reason on stderr), 2 bad usage (arg
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -97,17 +98,25 @@ def _comm_kernels_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def use_comm_kernels(patterns: Sequence[str]) -> None:
-    """``--comm-kernels``: each pattern checked (a bad one is a usage error), then set for
-    this process and the workers it starts (:data:`opscope.trace.commnames.USER_ENV`)."""
+def command_settings(args: argparse.Namespace) -> contextlib.ExitStack:
+    """The command's reading settings, in force while the command runs and gone after it,
+    as settings of the process, never its environment: ``--comm-kernels`` (each pattern
+    checked: a bad one is a usage error) and ``--max-inflate``.  Ingest workers forked from
+    this process, and a cluster's tasks (their settings object), get them too."""
     from opscope.errors import UsageError
-    from opscope.trace.commnames import add_comm_kernels, check_pattern
+    from opscope.trace.commnames import check_pattern, process_comm_kernels
+    from opscope.trace.readers import process_inflate_bound
 
+    stack = contextlib.ExitStack()
+    patterns: Sequence[str] = getattr(args, "comm_kernels", None) or ()
     for regex in patterns:
         why = check_pattern(regex)
         if why is not None:
             raise UsageError(f"--comm-kernels: {why}")
-    add_comm_kernels(*patterns)
+    if patterns:
+        stack.enter_context(process_comm_kernels(*patterns))
+    stack.enter_context(process_inflate_bound(getattr(args, "max_inflate", None)))
+    return stack
 
 
 def trace_reader_memory() -> None:
@@ -178,14 +187,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command not in PROFILER_COMMANDS and "pyarrow" not in sys.modules:
         trace_reader_memory()
     try:
-        if getattr(args, "comm_kernels", None):
-            use_comm_kernels(args.comm_kernels)
-        if args.command in PROFILER_COMMANDS:
-            from opscope.capture.stderr_filter import quiet_profiler_lines
+        with command_settings(args):
+            if args.command in PROFILER_COMMANDS:
+                from opscope.capture.stderr_filter import quiet_profiler_lines
 
-            with quiet_profiler_lines():
-                return int(mods[args.command].run(args))
-        return int(mods[args.command].run(args))
+                with quiet_profiler_lines():
+                    return int(mods[args.command].run(args))
+            return int(mods[args.command].run(args))
     except OpscopeError as exc:
         if getattr(args, "debug", False):
             raise

@@ -100,14 +100,6 @@ def inflate_ratio(text: str) -> float:
     return value
 
 
-def apply_max_inflate(value: float | None) -> None:
-    """Put ``--max-inflate`` in force for this process and the ingest workers it starts."""
-    if value is not None:
-        import os
-
-        os.environ["OPSCOPE_MAX_INFLATE"] = repr(value)
-
-
 def write_output(text: str | bytes | Iterable[bytes], output: str | None) -> None:
     """Write ``text`` (a string, UTF-8 bytes written as they are, or such bytes in pieces) to
     ``output`` (and say so on stderr), or to stdout when it is None; a file that cannot be

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from opscope.cli.output import (
     add_format,
     add_max_inflate,
-    apply_max_inflate,
     chosen_format,
     peaks_file,
     positive_int,
@@ -179,7 +178,6 @@ def run(args: argparse.Namespace) -> int:
 
     steps = parse_steps(args.steps)
     chosen_format(args, "report")
-    apply_max_inflate(args.max_inflate)
     if args.peaks and not Path(args.peaks).is_file():
         raise OpscopeError(f"--peaks {args.peaks}: no such file")
     capture = graph_capture_arg(args)

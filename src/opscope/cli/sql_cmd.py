@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from opscope.cli.output import add_max_inflate, apply_max_inflate
+from opscope.cli.output import add_max_inflate
 
 HELP = "run SQL (DuckDB) over a trace's events, ops and kernels tables"
 
@@ -134,7 +134,6 @@ def _print_schema(tables: list[dict[str, Any]], fmt: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    apply_max_inflate(args.max_inflate)
     from opscope.cli.prepare import prepare
     from opscope.errors import OpscopeError, UsageError
     from opscope.service import Workspace

@@ -392,13 +392,38 @@ def comm_kernels_scope(text: str | None) -> Iterator[None]:
         _SCOPED_USER.reset(token)
 
 
+@dataclass
+class _ProcessPatterns:
+    """The patterns :func:`add_comm_kernels` added in this process (one per line), beside
+    ``$OPSCOPE_COMM_KERNELS``: a setting of the process, never written to its environment."""
+
+    text: str = ""
+
+
+_PROCESS = _ProcessPatterns()
+
+
 def user_patterns() -> str:
-    """The user's patterns in force: :func:`comm_kernels_scope`'s, else as set
-    (:data:`USER_ENV`); "" when none."""
+    """The user's patterns in force: :func:`comm_kernels_scope`'s, else ``$OPSCOPE_COMM_KERNELS``
+    (:data:`USER_ENV`) with those :func:`add_comm_kernels` added; "" when none."""
     scoped = _SCOPED_USER.get()
     if scoped is not None:
         return scoped.strip()
-    return os.environ.get(USER_ENV, "").strip()
+    env = os.environ.get(USER_ENV, "").strip()
+    return "\n".join(r for r in (env, _PROCESS.text) if r).strip()
+
+
+@contextmanager
+def process_comm_kernels(*regexes: str) -> Iterator[None]:
+    """While open, in every thread of this process (the CLI's ``--comm-kernels`` for one
+    command), ``regexes`` count as communication too; nothing of them outlives the block.
+    Raises ValueError for a pattern that is not a regular expression."""
+    old = _PROCESS.text
+    add_comm_kernels(*regexes)
+    try:
+        yield
+    finally:
+        _PROCESS.text = old
 
 
 def check_pattern(regex: str) -> str | None:
@@ -420,8 +445,8 @@ def add_comm_kernels(*regexes: str) -> None:
         why = check_pattern(regex)
         if why is not None:
             raise ValueError(why)
-    known = [r for r in user_patterns().splitlines() if r.strip()]
-    os.environ[USER_ENV] = "\n".join(dict.fromkeys([*known, *regexes]))
+    known = [r for r in _PROCESS.text.splitlines() if r.strip()]
+    _PROCESS.text = "\n".join(dict.fromkeys([*known, *regexes]))
 
 
 @lru_cache(maxsize=64)

@@ -22,6 +22,7 @@ import os
 import zlib
 from collections.abc import Generator, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO, cast
@@ -76,12 +77,49 @@ def inflate_bound(ratio: float | None) -> Iterator[None]:
         _SCOPED_INFLATE.reset(token)
 
 
+@dataclass
+class _ProcessSettings:
+    """The process's own reading settings (the CLI's flags for one command), set only by
+    :func:`process_inflate_bound`."""
+
+    max_inflate: float | None = None
+
+
+_PROCESS = _ProcessSettings()
+
+
+@contextlib.contextmanager
+def process_inflate_bound(ratio: float | None) -> Iterator[None]:
+    """While open, in every thread of this process (the CLI's ``--max-inflate`` for one
+    command; 0: no bound), :func:`max_inflate_ratio` is ``ratio`` (None: as it would be),
+    unless a context's :func:`inflate_bound` says otherwise.  A setting, not an environment
+    variable: nothing of it outlives the block."""
+    old = _PROCESS.max_inflate
+    if ratio is not None:
+        _PROCESS.max_inflate = ratio if ratio > 0 else float("inf")
+    try:
+        yield
+    finally:
+        _PROCESS.max_inflate = old
+
+
+def configured_max_inflate() -> float | None:
+    """The bound someone set (a context's, the process's, ``$OPSCOPE_MAX_INFLATE``), or None
+    where the default is in force."""
+    if _SCOPED_INFLATE.get() is not None or _PROCESS.max_inflate is not None:
+        return max_inflate_ratio()
+    return max_inflate_ratio() if os.environ.get("OPSCOPE_MAX_INFLATE", "").strip() else None
+
+
 def max_inflate_ratio() -> float:
-    """The inflation bound in force: the one :func:`inflate_bound` puts in force, else
-    ``$OPSCOPE_MAX_INFLATE`` (0: none), else the default."""
+    """The inflation bound in force: the one :func:`inflate_bound` puts in force, else the
+    process's (:func:`process_inflate_bound`), else ``$OPSCOPE_MAX_INFLATE`` (0: none), else
+    the default."""
     scoped = _SCOPED_INFLATE.get()
     if scoped is not None:
         return scoped
+    if _PROCESS.max_inflate is not None:
+        return _PROCESS.max_inflate
     env = os.environ.get("OPSCOPE_MAX_INFLATE", "").strip()
     try:
         value = float(env) if env else float(MAX_INFLATE_RATIO)

@@ -52,15 +52,15 @@ class Settings:
     def here(cls, format: str, cache: bool) -> Settings:
         """This process's settings (its environment: ``OPSCOPE_MAX_TRACE_BYTES``,
         ``OPSCOPE_MAX_INFLATE``, ``OPSCOPE_COMM_KERNELS``), for a job of ``format``."""
-        from opscope.trace.commnames import USER_ENV
-        from opscope.trace.readers import max_inflate_ratio
+        from opscope.trace.commnames import user_patterns
+        from opscope.trace.readers import configured_max_inflate
 
         return cls(
             format=format,
             cache=cache,
             max_trace_bytes=_env_int("OPSCOPE_MAX_TRACE_BYTES"),
-            max_inflate=max_inflate_ratio() if os.environ.get("OPSCOPE_MAX_INFLATE") else None,
-            comm_kernels=os.environ.get(USER_ENV),
+            max_inflate=configured_max_inflate(),
+            comm_kernels=user_patterns() or None,
         )
 
     @contextlib.contextmanager
