@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from opscope.analysis.cluster.worker import Settings, read_part, read_rank
-from opscope.trace.commnames import user_patterns
+from opscope.trace.commuser import user_patterns
 from opscope.trace.readers import MAX_INFLATE_RATIO, max_inflate_ratio
 
 _ENV = ("OPSCOPE_MAX_INFLATE", "OPSCOPE_COMM_KERNELS", "OPSCOPE_MAX_TRACE_BYTES")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from opscope.cli.main import main
-from opscope.trace.commnames import USER_ENV
+from opscope.trace.commuser import USER_ENV
 from trace_checks import X
 
 
@@ -86,7 +86,7 @@ def test_the_flags_settings_last_one_command(
     leave neither the environment nor the process's settings behind."""
     import os
 
-    from opscope.trace.commnames import user_patterns
+    from opscope.trace.commuser import user_patterns
     from opscope.trace.readers import MAX_INFLATE_RATIO, max_inflate_ratio
 
     trace = _trace(tmp_path / "acme.json", ["acme_ring_xfer_kernel"])

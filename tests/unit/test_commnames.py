@@ -601,12 +601,12 @@ def test_an_expert_parallel_build_with_a_renamed_namespace_is_communication(
 def test_the_users_patterns_come_first(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from opscope.trace import commnames
-    from opscope.trace.commnames import USER_ENV, add_comm_kernels
+    from opscope.trace import commuser
+    from opscope.trace.commuser import USER_ENV, add_comm_kernels
 
     name = "void acme::ring_allgather_xfer<4>(float*)"
     monkeypatch.setenv(USER_ENV, "")
-    monkeypatch.setattr(commnames._PROCESS, "text", "")  # the process's, restored after
+    monkeypatch.setattr(commuser._PROCESS, "text", "")  # the process's, restored after
     assert not is_comm_kernel(name)
     add_comm_kernels(r"acme::\w+_xfer")
     assert os.environ[USER_ENV] == ""  # a setting of the process, not of its environment

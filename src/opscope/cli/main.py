@@ -104,7 +104,7 @@ def command_settings(args: argparse.Namespace) -> contextlib.ExitStack:
     checked: a bad one is a usage error) and ``--max-inflate``.  Ingest workers forked from
     this process, and a cluster's tasks (their settings object), get them too."""
     from opscope.errors import UsageError
-    from opscope.trace.commnames import check_pattern, process_comm_kernels
+    from opscope.trace.commuser import check_pattern, process_comm_kernels
     from opscope.trace.readers import process_inflate_bound
 
     stack = contextlib.ExitStack()

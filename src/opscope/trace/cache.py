@@ -37,7 +37,7 @@ from typing import Any
 import pyarrow as pa
 
 from opscope._version import __version__
-from opscope.trace.commnames import user_patterns
+from opscope.trace.commuser import user_patterns
 from opscope.trace.schema import EVENT_SCHEMA, EVENT_SCHEMA_VERSION
 
 

@@ -52,7 +52,7 @@ class Settings:
     def here(cls, format: str, cache: bool) -> Settings:
         """This process's settings (its environment: ``OPSCOPE_MAX_TRACE_BYTES``,
         ``OPSCOPE_MAX_INFLATE``, ``OPSCOPE_COMM_KERNELS``), for a job of ``format``."""
-        from opscope.trace.commnames import user_patterns
+        from opscope.trace.commuser import user_patterns
         from opscope.trace.readers import configured_max_inflate
 
         return cls(
@@ -67,7 +67,7 @@ class Settings:
     def scope(self) -> Iterator[None]:
         """The settings in force in this context (this task's thread, and the threads it
         starts through :mod:`opscope.analysis.beside`), and only there."""
-        from opscope.trace.commnames import comm_kernels_scope
+        from opscope.trace.commuser import comm_kernels_scope
         from opscope.trace.readers import inflate_bound
 
         with inflate_bound(self.max_inflate), comm_kernels_scope(self.comm_kernels):
