@@ -9,7 +9,7 @@ imported, and nothing but the process's entry point writes ``os.environ``."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -273,15 +273,19 @@ def _top_level(tree: ast.Module) -> ast.Module:
 ENV_WRITERS_ALLOWED = {"opscope.cli.main"}
 
 
+def _offending_lines(check: Callable[[ast.Module], list[int]], allowed: set[str]) -> list[str]:
+    """``path:line`` of every line ``check`` finds in the package's modules, but ``allowed``."""
+    bad: list[str] = []
+    for name, path in MODULES.items():
+        if path.suffix == ".py" and name not in allowed:
+            bad += [f"{path.relative_to(PKG)}:{n}" for n in check(ast.parse(path.read_text()))]
+    return bad
+
+
 def test_no_settings_through_the_environment() -> None:
     """Settings travel as arguments or settings objects: no module writes ``os.environ`` inside
     the process (a subprocess's own ``env=`` mapping is not the process's)."""
-    bad = []
-    for name, path in MODULES.items():
-        if path.suffix != ".py" or name in ENV_WRITERS_ALLOWED:
-            continue
-        lines = _environ_writes(ast.parse(path.read_text()))
-        bad += [f"{path.relative_to(PKG)}:{n}" for n in lines]
+    bad = _offending_lines(_environ_writes, ENV_WRITERS_ALLOWED)
     assert not bad, "writes os.environ: " + ", ".join(bad)
 
 
@@ -324,12 +328,7 @@ REGISTRATION_ALLOWED = {"opscope"}
 def test_no_import_time_registration() -> None:
     """Importing a module changes no other module's state: registries are declared tables,
     renderers and hooks are looked up when they are used."""
-    bad = []
-    for name, path in MODULES.items():
-        if path.suffix != ".py" or name in REGISTRATION_ALLOWED or name in ENV_WRITERS_ALLOWED:
-            continue
-        lines = _registrations(ast.parse(path.read_text()))
-        bad += [f"{path.relative_to(PKG)}:{n}" for n in lines]
+    bad = _offending_lines(_registrations, REGISTRATION_ALLOWED | ENV_WRITERS_ALLOWED)
     assert not bad, "registers at import: " + ", ".join(bad)
 
 
