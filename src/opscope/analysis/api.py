@@ -47,6 +47,7 @@ def analyze(
     cache: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     graph_capture: str | Path | bool | None = None,
+    loader_traces: str | Path | Sequence[str | Path] | bool | None = None,
 ) -> Report:
     """Analyse a trace, a folder of ranks, a glob pattern or a list of rank files (see
     :func:`opscope.analysis.pipeline.analyze`).
@@ -62,20 +63,33 @@ def analyze(
     CUDA/HIP graphs were captured (a file or a folder of them) that attributes the replayed
     kernels to the captured ops; ``False``: none; ``None`` (default): a ``capture_traces/``
     folder beside the trace, and captures recorded in the trace itself (docs/cuda-graphs.md).
+    ``loader_traces``: the traces of the DataLoader's worker processes (a file, folder, glob
+    or list) that break the critical path's ``data_loading`` down by the workers' own events;
+    ``False``: none; ``None`` (default): a ``loader_traces/`` folder beside the trace
+    (docs/critical-path.md).
     """
     steps = steps_arg(steps)
     if cluster is None or cluster is False:
         if store is not None:
             raise OpscopeError("store: the event tables are written by a cluster run (cluster=)")
+        loaders = loader_files(source, loader_traces)
         if graph_capture is not False and isinstance(source, (str, Path, Trace)):
             source = _with_captures(source, graph_capture, cache=cache)
         return analyze_here(
-            source, steps, findings=findings, roofline=roofline, peaks=peaks, cache=cache
+            source,
+            steps,
+            findings=findings,
+            roofline=roofline,
+            peaks=peaks,
+            cache=cache,
+            loader_traces=loaders,
         )
     if isinstance(source, Trace):
         raise OpscopeError("cluster: give the rank files' paths, not a loaded trace")
     if graph_capture not in (None, False):
         raise OpscopeError("graph_capture: attributed in this process, not on a cluster")
+    if loader_traces not in (None, False):
+        raise OpscopeError("loader_traces: read with one process's trace, not on a cluster")
     from opscope.analysis.cluster import Options, analyze_on_cluster
 
     options = Options(
@@ -85,6 +99,49 @@ def analyze(
         source, None if cluster is True else cluster, options, progress=progress
     )
     return report
+
+
+#: the folder beside a trace (or inside a run folder) whose files are its loader workers'
+LOADER_FOLDER = "loader_traces"
+
+
+def loader_files(
+    source: Trace | str | Path | Sequence[str | Path],
+    given: str | Path | Sequence[str | Path] | bool | None,
+) -> list[str | Path]:
+    """The loader workers' trace files of :func:`analyze`'s ``loader_traces``: as given (a
+    folder gives its files), none for False, else those of a ``loader_traces/`` folder beside
+    the trace or inside its run folder."""
+    if given is False:
+        return []
+    if given is None or given is True:
+        if isinstance(source, Trace):
+            paths = [Path(p) for p in source.meta.paths]
+        elif isinstance(source, (str, Path)):
+            paths = [Path(source)]
+        else:
+            return []
+        if len(paths) != 1:
+            return []
+        here = paths[0] if paths[0].is_dir() else paths[0].parent
+        folder = here / LOADER_FOLDER
+        if not folder.is_dir():
+            if given is True:
+                raise OpscopeError(f"loader_traces: no {LOADER_FOLDER}/ folder in {here}")
+            return []
+        given = folder
+    items = [given] if isinstance(given, (str, Path)) else list(given)
+    out: list[str | Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            files = sorted(f for f in p.iterdir() if f.is_file() and ".json" in f.name)
+            if not files:
+                raise OpscopeError(f"loader_traces: {p} holds no trace file (*.json, *.json.gz)")
+            out.extend(files)
+        else:
+            out.append(item)
+    return out
 
 
 def _with_captures(

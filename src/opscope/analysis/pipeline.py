@@ -35,6 +35,7 @@ from opscope.analysis.report import Report
 from opscope.analysis.roofline import roofline as roofline_of_report
 from opscope.analysis.steps import step_stats
 from opscope.analysis.timeline import timeline_summary
+from opscope.errors import OpscopeError
 from opscope.trace import Trace, load
 from opscope.trace.gcpause import collector_paused
 from opscope.trace.jobs import MixedJobsError
@@ -144,6 +145,38 @@ def _analyze_rank(
     return report
 
 
+def with_loader(
+    report: Report, trace: Trace, loader_traces: Sequence[str | Path], *, cache: bool
+) -> None:
+    """The report's ``critical_path.data_loading``: its path's data_loading time shared out
+    among the loader workers' own events, and a note saying where it went."""
+    from opscope.analysis.critical.loader import loader_section
+    from opscope.trace.loader_work import load_loader_work
+
+    work = load_loader_work(loader_traces, trace, cache=cache)
+    cp = report.extra.get("critical_path")
+    if not isinstance(cp, dict) or not len(work.workers):
+        return
+    section = loader_section(cp["segments"], work)
+    cp["data_loading"] = section
+    cp.setdefault("notes", []).append(loader_note(section))
+
+
+def loader_note(section: Mapping[str, Any]) -> str:
+    """One line on where the path's data_loading time went in the workers."""
+    n = len(section["workers"])
+    total = float(section["on_path_us"])
+    if total <= 0:
+        return f"data_loading is not on the path: the {n} loader worker trace(s) are not read"
+    top = section["top"][:3]
+    named = ", ".join(f"{t['name']} {100 * t['share']:.0f}%" for t in top) or "no traced work"
+    rest = float(section["not_in_workers_us"])
+    return (
+        f"data_loading on the path, {total / 1000:.2f} ms, in the {n} loader workers' traces: "
+        f"{named}; {100 * rest / total:.0f}% while no worker was busy (queues, IPC, pinning)"
+    )
+
+
 def add_savings(
     report: Report, measure: Callable[[Sequence[Mapping[str, Any]]], list[float | None]]
 ) -> None:
@@ -184,6 +217,7 @@ def analyze(
     roofline: bool = True,
     peaks: str | Path | dict[str, Any] | None = None,
     cache: bool = True,
+    loader_traces: Sequence[str | Path] | None = None,
 ) -> Report:
     """Analyse a trace (or a path to one) over the whole trace or the given steps.
 
@@ -194,6 +228,9 @@ def analyze(
 
     ``source`` may also be a glob pattern or a list of rank files; ``cache=False`` bypasses
     the ingest cache.  (``opscope.analyze`` adds ``cluster=``: :mod:`opscope.analysis.api`.)
+    ``loader_traces``: the traces of the DataLoader's worker processes (files or globs) that
+    break the critical path's ``data_loading`` down (``critical_path.data_loading``,
+    :mod:`opscope.analysis.critical.loader`); one process's trace only.
     """
     if isinstance(source, Trace):
         trace = source
@@ -214,7 +251,14 @@ def analyze(
             trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
         )
         note_unreadable(single, trace.meta.unreadable)
+        if loader_traces:
+            with_loader(single, trace, loader_traces, cache=cache)
         return single
+    if loader_traces:
+        raise OpscopeError(
+            "loader traces: give them with one process's trace (a rank's), not a job of "
+            f"{len(set(trace.meta.ranks))} ranks"
+        )
     reason = not_one_job(trace)
     if reason is not None:
         raise MixedJobsError(reason)

@@ -11,6 +11,7 @@ nothing of the rest), and none imports torch at load (``profile`` and ``ProfileS
 - :mod:`.compile_metrics`: ``watch_compile()``, compile time measured outside the profile
 - :mod:`.neuron`: ``torch_neuronx.profiling`` wiring for the ``neuron`` device
 - :mod:`.neuron_explorer`: ``neuron-explorer view`` on a raw Neuron capture, before loading
+- :mod:`.loader_workers`: each DataLoader worker profiled into ``loader_traces/``
 - :mod:`.runfolder`: run folder naming, atomic JSON, ``run.json`` reading
 """
 
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from opscope.capture.compile_metrics import CompileRecord, watch_compile
     from opscope.capture.devices import DeviceSpec, resolve_device
+    from opscope.capture.loader_workers import profile_loader_workers
     from opscope.capture.runfolder import RUN_SCHEMA, new_run_dir, read_run_json, write_json
     from opscope.capture.schedule import Schedule
     from opscope.capture.session import SYNC_ANNOTATION, ProfileSession, profile
@@ -34,6 +36,7 @@ __all__ = [
     "Schedule",
     "new_run_dir",
     "profile",
+    "profile_loader_workers",
     "read_run_json",
     "resolve_device",
     "watch_compile",
@@ -46,6 +49,7 @@ _LAZY = {
     "watch_compile": "compile_metrics",
     "DeviceSpec": "devices",
     "resolve_device": "devices",
+    "profile_loader_workers": "loader_workers",
     "RUN_SCHEMA": "runfolder",
     "new_run_dir": "runfolder",
     "read_run_json": "runfolder",

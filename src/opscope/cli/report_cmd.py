@@ -47,6 +47,7 @@ examples:
   opscope report 'ranks/*.json.gz' --cluster tcp://scheduler:8786
   opscope report s3://bucket/job/ --cluster local      # rank files by URL (fsspec)
   opscope report vllm/graph_execution.json.gz --graph-capture vllm/capture_traces/
+  opscope report run/trace.json --loader-traces 'run/workers/*.json'
 
 CUDA/HIP graph replays are one launch on the host and the whole graph on the device: a trace
 recorded while the graphs were captured attributes each replayed kernel to the op, module and
@@ -111,6 +112,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="with --cluster: write each rank's event table there as Parquet (rank<N>.parquet)",
     )
     add_graph_capture(p)
+    p.add_argument(
+        "--loader-traces",
+        nargs="+",
+        metavar="PATH",
+        help="the traces of the DataLoader's worker processes (files, folders or globs; "
+        "opscope.capture.profile_loader_workers writes them): break the critical path's "
+        "data_loading down by the workers' own events (default: a loader_traces/ folder "
+        "beside the trace)",
+    )
+    p.add_argument(
+        "--no-loader-traces",
+        action="store_true",
+        help="leave a loader_traces/ folder beside the trace unread",
+    )
     add_max_inflate(p)
     p.add_argument(
         "--no-cache", action="store_true", help="re-read the trace, bypassing the ingest cache"
@@ -143,6 +158,18 @@ def graph_capture_arg(args: argparse.Namespace) -> str | bool | None:
         return False
     value: str | None = args.graph_capture
     return value
+
+
+def loader_traces_arg(args: argparse.Namespace) -> list[str | Path] | bool | None:
+    """What --loader-traces / --no-loader-traces ask for."""
+    from opscope.errors import UsageError
+
+    given: list[str] | None = args.loader_traces
+    if args.no_loader_traces and given is not None:
+        raise UsageError("--loader-traces and --no-loader-traces: give one of them")
+    if args.no_loader_traces:
+        return False
+    return list(given) if given is not None else None
 
 
 def parse_steps(text: str | None) -> tuple[int, int] | None:
@@ -186,6 +213,10 @@ def run(args: argparse.Namespace) -> int:
             raise OpscopeError(
                 "--graph-capture needs the events in this process: run without --cluster"
             )
+        if args.loader_traces is not None:
+            raise OpscopeError(
+                "--loader-traces reads one process's trace here: run without --cluster"
+            )
         return _run_cluster(args, steps)
     if args.store is not None:
         raise OpscopeError("--store needs --cluster (the workers write the event tables)")
@@ -199,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
             peaks=args.peaks,
             rank=args.rank,
             graph_capture=capture,
+            loader_traces=loader_traces_arg(args),
         )
     except StepsError as exc:  # the service names the argument; here it is a flag
         raise OpscopeError(f"--{exc}") from None

@@ -44,6 +44,8 @@ class OpenTrace:
     rank: int | None = None
     #: the graph captures asked for (``open(graph_capture=...)``)
     graph_capture: str | Path | bool | None = None
+    #: the DataLoader workers' trace files that break the path's data_loading down
+    loader_traces: list[str | Path] = field(default_factory=list)
     _report: Report | None = field(default=None, repr=False)
     _data: dict[str, Any] | None = field(default=None, repr=False)
     _index: Viewport | None = field(default=None, repr=False)
@@ -63,7 +65,12 @@ class OpenTrace:
                 from opscope.analysis.pipeline import analyze
 
                 try:
-                    self._report = analyze(self.trace, steps=self.steps, peaks=self.peaks)
+                    self._report = analyze(
+                        self.trace,
+                        steps=self.steps,
+                        peaks=self.peaks,
+                        loader_traces=self.loader_traces,
+                    )
                 except Exception as exc:
                     self._error = exc
                     raise
@@ -187,6 +194,7 @@ class Workspace:
         rank: int | None = None,
         make_default: bool = True,
         graph_capture: str | Path | bool | None = None,
+        loader_traces: str | Path | list[str | Path] | bool | None = None,
     ) -> OpenTrace:
         """Load a trace file, run folder or folder of ranks; returns its :class:`OpenTrace`.
 
@@ -197,10 +205,14 @@ class Workspace:
         default only when none is open); ``graph_capture``: the CUDA/HIP graph captures that
         attribute the trace's replays (a capture trace or a folder of them; ``False``: none;
         ``None``: the ``capture_traces/`` folder beside the trace and the captures in the trace
-        itself, see :func:`opscope.trace.graphs.with_captures`)."""
+        itself, see :func:`opscope.trace.graphs.with_captures`); ``loader_traces``: the
+        DataLoader workers' traces (files, folders or globs; ``False``: none; ``None``: a
+        ``loader_traces/`` folder beside the trace, see :func:`opscope.analysis.api.analyze`)."""
+        from opscope.analysis.api import loader_files
         from opscope.trace import load
         from opscope.trace.graphs import with_captures
 
+        loaders = loader_files(path, loader_traces)
         trace = load(path, cache=cache)
         if rank is not None:
             trace = only_rank(trace, rank, steps)
@@ -213,6 +225,7 @@ class Workspace:
         opened.peaks = peaks
         opened.rank = rank
         opened.graph_capture = graph_capture
+        opened.loader_traces = loaders
         if prefetch:
             opened.prefetch()
         return opened

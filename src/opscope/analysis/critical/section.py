@@ -208,7 +208,9 @@ def untraced_notes(graph: Graph, path: Path) -> list[str]:
             "torch.profiler.profile(with_stack=True) (Python frames name it) or "
             "torch.profiler.record_function('...') around your own code (opscope profile "
             "--with-stack); a DataLoader with num_workers > 0 waits on its workers, whose time "
-            "is in their own processes"
+            "is in their own processes: opscope.capture.profile_loader_workers(loader, "
+            "'loader_traces/') records each worker's trace beside the main one, and the report "
+            "breaks data_loading down by them (--loader-traces)"
         )
     else:
         out.append(

@@ -11,6 +11,7 @@ import msgspec
 import pyarrow as pa
 
 from opscope.trace import native
+from opscope.trace.gcpause import collector_paused
 from opscope.trace.kineto.builder import KinetoBuilder
 from opscope.trace.kineto.columns import KinetoParse
 from opscope.trace.kineto.convert import RunParts, convert_bytes, convert_run, convert_structured
@@ -153,7 +154,6 @@ def parse_file(
     the sequential path gives.  A guessed cut that does not decode (the bytes of ``},{``
     inside a string) makes the file go through the sequential path instead.
     """
-    from opscope.trace.gcpause import collector_paused
     from opscope.trace.jsonstream import EventStream
     from opscope.trace.readers import ByteStream
 
