@@ -151,3 +151,26 @@ def test_a_job_refuses_loader_traces(tmp_path: Path) -> None:
     work.write_text('{"traceEvents": []}')
     with pytest.raises(OpscopeError, match="not a job"):
         opscope.analyze(str(job), loader_traces=[str(work)], cache=False)
+
+
+def test_mcp_critical_path_shows_the_breakdown(run_dir: Path) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    import jsonschema
+    from mcp import Client
+
+    from opscope.mcp.server import build_server
+
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+            r = await client.call_tool("open_trace", {"path": str(run_dir / "trace.json")})
+            assert not r.is_error, r.content[0].text
+            r = await client.call_tool("critical_path", {"limit": 20})
+            assert not r.is_error, r.content[0].text
+            jsonschema.Draft202012Validator(schemas["critical_path"]).validate(r.structured_content)
+            loading = r.structured_content["critical_path"]["data_loading"]
+            assert loading["top"][0]["name"] == "decode"
+            assert "loader workers' traces: decode" in r.content[0].text
+
+    anyio.run(main)

@@ -81,6 +81,41 @@ class TopPiece(TypedDict):
     pieces: int
 
 
+class LoaderWorkerShare(TypedDict):
+    """One DataLoader worker's trace and its share of the path's ``data_loading``."""
+
+    path: str
+    pids: list[str]
+    events: int
+    """Its top-level events (the roots of its op tree)."""
+    busy_us: float
+    """The time those events cover in its whole trace."""
+    on_path_us: float
+    """Its share of the path's data_loading, µs."""
+
+
+class LoaderName(TypedDict):
+    """A worker event name's share of the path's ``data_loading``."""
+
+    name: str
+    us: float
+    share: float
+    """Of the path's data_loading."""
+
+
+class DataLoading(TypedDict):
+    """The path's ``data_loading`` broken down by the DataLoader workers' own traces (each
+    instant shared equally among the worker events running then)."""
+
+    on_path_us: float
+    in_workers_us: float
+    not_in_workers_us: float
+    """While no worker event ran (queues, IPC, pinning memory)."""
+    workers: list[LoaderWorkerShare]
+    top: list[LoaderName]
+    method: str
+
+
 class Jump(TypedDict):
     """(job paths) Where the path crosses from one rank to another, at a matched collective."""
 
@@ -127,6 +162,8 @@ class CriticalPath(TypedDict):
     notes: NotRequired[list[str]]
     warnings: NotRequired[list[str]]
     """(job paths) Why there is no job path."""
+    data_loading: NotRequired[DataLoading]
+    """(with the DataLoader workers' traces) The path's data_loading, by the workers' events."""
 
 
 class PathLine(TypedDict):
@@ -139,8 +176,11 @@ class PathLine(TypedDict):
 __all__ = [
     "BoundBy",
     "CriticalPath",
+    "DataLoading",
     "GapEvidence",
     "Jump",
+    "LoaderName",
+    "LoaderWorkerShare",
     "PathLine",
     "PathStep",
     "Segment",

@@ -46,6 +46,16 @@ def _critical_path(session: Session, a: dict[str, Any]) -> Answer:
                 for t in top[:12]
             )
         )
+    loading = c.get("data_loading")
+    if isinstance(loading, dict) and loading.get("on_path_us"):
+        named = ", ".join(
+            f"{name_col(t.get('name'))} {us(t.get('us'))}" for t in (loading.get("top") or [])[:5]
+        )
+        lines.append(
+            f"data_loading on the path {us(loading.get('on_path_us'))}, in the "
+            f"{len(loading.get('workers') or [])} loader workers' traces: {named or 'nothing'}; "
+            f"{us(loading.get('not_in_workers_us'))} while no worker was busy."
+        )
     segs = c.get("segments") or []
     if segs:
         lines.append(
