@@ -131,8 +131,7 @@ def _analyze_rank(
         chosen_rank(report, role, findings)
     if findings and report.findings:
         # each finding's saving is the what-if of its fix on the window's path
-        fixes = [f.fix for f in report.findings]
-        saved = critical.finding_savings(trace, graph, report.findings, fixes)
+        saved = critical.finding_savings(trace, graph, report.findings)
         report.findings = rerank(
             [f.updated(step_savings_us=s) for f, s in zip(report.findings, saved, strict=True)]
         )

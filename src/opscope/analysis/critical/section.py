@@ -491,7 +491,8 @@ def finding_savings(
 ) -> list[float]:
     """For each finding, ``step_savings_us``: what its fix shortens the window's path by,
     its what-if (:func:`~opscope.analysis.critical.fixes.fix_savings`), at most its time at
-    stake.  A finding with no fix (``fixes``: one per finding, or None for none) keeps the
+    stake.  ``fixes``: one per finding (default: each finding's own ``fix``, None for a
+    plain mapping).  A finding with no fix keeps the
     bound the path gives: its time at stake capped by the path time its evidence accounts
     for (the pieces attributed to its events and the work under them; for gaps, the pieces
     inside its time ranges); one with no evidence either, its time at stake."""
@@ -501,7 +502,7 @@ def finding_savings(
         idx,
         graph,
         findings,
-        list(fixes) if fixes is not None else [None] * len(findings),
+        list(fixes) if fixes is not None else [getattr(f, "fix", None) for f in findings],
         base.length_ns,
     )
     on_path: _OnPath | None = None
