@@ -147,20 +147,24 @@ def process_groups() -> dict[str, Any] | None:
 
     ``process_groups`` lists each group (name, description, backend, size, ranks) as torch's
     profiler records it in a trace's ``distributedInfo``; it comes from a private torch
-    function, so it is left out when that function is missing or fails.
+    function, so it is left out when that function is missing or fails.  An initialised
+    world whose backend, rank or size cannot be read gives ``{"error": "..."}`` saying why.
     """
     try:
         import torch.distributed as dist
 
         if not dist.is_available() or not dist.is_initialized():
             return None
+    except Exception:  # torch without a usable distributed package: no world to describe
+        return None
+    try:
         info: dict[str, Any] = {
             "backend": str(dist.get_backend()),
             "rank": dist.get_rank(),
             "world_size": dist.get_world_size(),
         }
-    except Exception:
-        return None
+    except Exception as exc:  # an initialised world that cannot be read: say why
+        return {"error": f"{type(exc).__name__}: {exc}"}
     with contextlib.suppress(Exception):  # get_pg_count is not in every torch version
         info["pg_count"] = int(dist.get_pg_count())
     try:

@@ -126,7 +126,7 @@ class DistributedRun(TypedDict):
     master_port: str | None
     torch_distributed: dict[str, Any] | None
     """``backend``, ``rank``, ``world_size``, ``pg_count``, ``process_groups`` as torch
-    reports them (None: not initialised)."""
+    reports them (None: not initialised; ``{"error"}``: initialised but unreadable, and why)."""
 
 
 class Run(TypedDict):
