@@ -29,6 +29,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opscope.analysis.costs import itemsize
 from opscope.analysis.findings.base import Context, Evidence
 from opscope.analysis.optable import host_work
 from opscope.trace.args import decode_args
@@ -335,24 +336,6 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-DTYPE_BYTES = {
-    "float": 4,
-    "double": 8,
-    "c10::Half": 2,
-    "c10::BFloat16": 2,
-    "c10::Float8_e4m3fn": 1,
-    "c10::Float8_e5m2": 1,
-    "long int": 8,
-    "int": 4,
-    "short int": 2,
-    "signed char": 1,
-    "unsigned char": 1,
-    "bool": 1,
-    "c10::complex<float>": 8,
-    "c10::complex<double>": 16,
-}
-
-
 def tensor_inputs(args: dict[str, Any]) -> list[tuple[list[int], str]]:
     """(shape, dtype) of each tensor input recorded in ``Input Dims``/``Input type``."""
     dims = args.get("Input Dims")
@@ -364,7 +347,7 @@ def tensor_inputs(args: dict[str, Any]) -> list[tuple[list[int], str]]:
         if (
             isinstance(d, list)
             and isinstance(t, str)
-            and t in DTYPE_BYTES
+            and itemsize(t) is not None
             and all(isinstance(x, int) for x in d)
         ):
             out.append((list(d), t))

@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
+from opscope.analysis.costs import itemsize
 from opscope.analysis.critical.fixes import Fix, FixPart
 from opscope.analysis.findings._view import (
-    DTYPE_BYTES,
     EventView,
     TensorInputs,
     fmt_us,
@@ -196,7 +196,7 @@ def _shape_info(inputs: TensorInputs, reduction: bool) -> tuple[tuple[int, ...] 
     elems = numel(shape)
     if reduction and shape:
         elems //= max(shape[-1], 1)  # a norm-style reduction over the last dimension
-    return key, elems * DTYPE_BYTES.get(dtype, 4)
+    return key, elems * (itemsize(dtype) or 4)
 
 
 def _base_is(u: _Units, bases: frozenset[str]) -> np.ndarray:
