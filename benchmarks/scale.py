@@ -350,9 +350,14 @@ def _sizes(text: str, flag: str, ap: argparse.ArgumentParser) -> list[int]:
 
 
 def main() -> int:
+    class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+        pass
+
     ap = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
-        epilog="See the module docstring (benchmarks/scale.py) for what is measured.",
+        epilog="examples:\n" + __doc__.split("Run::\n", 1)[1].rstrip() + "\n\n"
+        "What is measured, and how: the module docstring of benchmarks/scale.py.",
+        formatter_class=Help,
     )
     ap.add_argument("--events", default="1000000,10000000", help="tiled trace sizes ('' for none)")
     ap.add_argument("--ranks", default="64,256,1024", help="job sizes in ranks ('' for none)")
