@@ -72,13 +72,17 @@ def in_process(path: Path, repeat: int) -> dict[str, Any]:
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) of the process, its last stdout line."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    err = proc.stderr.read().decode() if proc.stderr else ""
+    """Wall seconds, peak RSS (MB) of the process, its last stdout line.  Its output goes to
+    files, not pipes: waiting on the process while a pipe it fills is unread (64 KiB) would
+    never end."""
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read().decode(errors="replace"), fe.read().decode(errors="replace")
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[:3]} failed: {(err or out).strip().splitlines()[-1:]}")
