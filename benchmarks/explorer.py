@@ -117,16 +117,18 @@ def synthetic_trace(n_events: int) -> dict[str, Any]:
     return {"traceEvents": ev, "deviceProperties": [{"id": 0, "name": "Synthetic GPU"}]}
 
 
-def first_paint(path: Path) -> dict[str, float]:
+def first_paint(path: Path, timeout_s: float = 600.0) -> dict[str, Any]:
     """Seconds from starting ``opscope explore PATH`` (cold cache) to its server listening
     (``listen_s``), to the first timeline frame drawn with data (``paint_s``) and to the
-    summary and findings shown (``ready_s``)."""
+    summary and findings shown (``ready_s``); a stage not reached within ``timeout_s`` is
+    None, with ``error`` naming it and the page's own errors (``page_errors``)."""
     import os
     import re
     import subprocess
     import sys
     import tempfile
 
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as d:
@@ -134,7 +136,12 @@ def first_paint(path: Path) -> dict[str, float]:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
             page = browser.new_page(viewport={"width": 1400, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
             t0 = time.perf_counter()
+            t_paint: float | None = None
+            t_ready: float | None = None
+            failed: str | None = None
             cmd = [sys.executable, "-m", "opscope", "explore", str(path), "--no-open"]
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
             try:
@@ -145,18 +152,28 @@ def first_paint(path: Path) -> dict[str, float]:
                     raise SystemExit(f"explore did not start: {line!r}")
                 t_listen = time.perf_counter() - t0
                 page.goto(m.group(1) + "#timeline")
-                page.wait_for_function(
-                    "() => window.__opscope && window.__opscope.firstPaint !== null",
-                    timeout=600_000,
-                )
-                t_paint = time.perf_counter() - t0
-                page.wait_for_function("() => document.body.dataset.ready === '1'", timeout=600_000)
-                t_ready = time.perf_counter() - t0
+                try:
+                    page.wait_for_function(
+                        "() => window.__opscope && window.__opscope.firstPaint !== null",
+                        timeout=timeout_s * 1000,
+                    )
+                    t_paint = time.perf_counter() - t0
+                    page.wait_for_function(
+                        "() => document.body.dataset.ready === '1'", timeout=timeout_s * 1000
+                    )
+                    t_ready = time.perf_counter() - t0
+                except PlaywrightTimeout:
+                    stage = "first paint" if t_paint is None else "summary shown"
+                    failed = f"{stage} not reached within {timeout_s:.0f} s"
             finally:
                 proc.terminate()
                 proc.wait(10)
             browser.close()
-    return {"listen_s": t_listen, "paint_s": t_paint, "ready_s": t_ready}
+    out: dict[str, Any] = {"listen_s": t_listen, "paint_s": t_paint, "ready_s": t_ready}
+    if failed is not None:
+        out["error"] = failed
+        out["page_errors"] = errors[:5]
+    return out
 
 
 def explore_to_first_paint(doc: dict[str, Any]) -> None:
@@ -168,6 +185,9 @@ def explore_to_first_paint(doc: dict[str, Any]) -> None:
         path = Path(d) / "synthetic.json"
         path.write_text(json.dumps(doc))
         got = first_paint(path)
+    if got["paint_s"] is None or got["ready_s"] is None:
+        print(f"explore: {got['error']} (serving after {got['listen_s']:.2f} s)")
+        return
     print(
         f"explore to first paint: {got['paint_s']:.2f} s (serving after {got['listen_s']:.2f} s; "
         f"summary and findings shown after {got['ready_s']:.2f} s)"

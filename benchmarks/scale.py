@@ -251,6 +251,13 @@ def explorer_part(files: list[dict[str, Any]]) -> dict[str, Any]:
 
     big = max((f for f in files if f["format"] == "json"), key=lambda f: f["events"])
     paint = first_paint(Path(big["path"]))
+    if paint["paint_s"] is None or paint["ready_s"] is None:
+        print(
+            f"\nexplorer at {big['reported_events']:,} events: {paint['error']} after "
+            f"`opscope explore` starts (goal <= 5 s: goal missed; serving after "
+            f"{paint['listen_s']:.2f} s; page errors: {paint['page_errors'] or 'none'})"
+        )
+        return {"events": big["reported_events"], **paint}
     print(
         f"\nexplorer at {big['reported_events']:,} events: first paint {paint['paint_s']:.2f} s "
         f"after `opscope explore` starts (goal <= 5 s: {_goal(paint['paint_s'] <= 5)}; "
