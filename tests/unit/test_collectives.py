@@ -514,3 +514,30 @@ def test_records_of_a_step_window() -> None:
     (only,) = collective_records(trace, (2, 2))
     assert only["index"] == 0
     assert only["arrival_ns"] - collective_records(trace)[0]["arrival_ns"] == 1_000_000
+
+
+def test_a_rank_late_once_a_step_keeps_its_claim_against_hairline_lateness() -> None:
+    """Rank 2 is 80 ms late before each step's first of four collectives; at the others,
+    ranks 0 and 1 are in turn a little late, just over the job's noise, more often than rank
+    2 is late. By count rank 2 holds under half the lateness beyond noise; by time nearly all
+    of it: it is the straggler. Without the 80 ms, nobody is."""
+    jitter = [(0.0, 5.0, 9.0), (400.0, 0.0, 8.0), (0.0, 450.0, 3.0), (420.0, 6.0, 0.0)]
+
+    def job(delay_us: float) -> list[dict[str, Any]]:
+        by_rank: dict[int, list[dict[str, Any]]] = {r: [] for r in range(3)}
+        for step in range(3):
+            for k in range(4):
+                i = 4 * step + k
+                base = 200_000.0 * i
+                for r in range(3):
+                    late = jitter[k][r] + (delay_us if (r == 2 and k == 0) else 0.0)
+                    by_rank[r].append(rec(r, i, base + late + 3.0 * ((i + r) % 3), 2_000.0))
+        return match_collectives(by_rank)[0]
+
+    (found,) = stragglers(job(80_000.0))
+    ev = found["evidence"]
+    assert found["rank"] == 2
+    assert ev["late_instances"] == 3
+    # the count alone would have refused the claim: the others were late beyond noise more
+    assert int(ev["test"].split(" late beyond noise in all")[0].rsplit(", ", 1)[-1]) > 6
+    assert stragglers(job(0.0)) == []
