@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -156,10 +155,10 @@ def test_a_job_refuses_loader_traces(tmp_path: Path) -> None:
 
 def test_mcp_critical_path_shows_the_breakdown(run_dir: Path) -> None:
     pytest.importorskip("mcp")
-    import anyio
     import jsonschema
     from mcp import Client
 
+    from mcp_threads import run_apart
     from opscope.mcp.server import build_server
 
     async def main() -> None:
@@ -174,19 +173,4 @@ def test_mcp_critical_path_shows_the_breakdown(run_dir: Path) -> None:
             assert loading["top"][0]["name"] == "decode"
             assert "loader workers' traces: decode" in r.content[0].text
 
-    # in a thread of its own: a browser test's session-wide Playwright keeps an event loop
-    # running on the main thread
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            anyio.run(main)
-        except BaseException as exc:
-            errors.append(exc)
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join(timeout=300)
-    assert not t.is_alive(), "the MCP session did not finish in 300 s"
-    if errors:
-        raise errors[0]
+    run_apart(main, timeout_s=300)

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import random
 import re
-import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 pytest.importorskip("mcp")
@@ -18,6 +16,7 @@ pytest.importorskip("mcp")
 import jsonschema
 from mcp import Client
 
+from mcp_threads import run_apart
 from mcp_traces import HOSTILE, LEAKS, write_hostile
 from opscope.mcp.budget import MAX_STRUCTURED_BYTES, MAX_TEXT_CHARS, size
 from opscope.mcp.server import build_server
@@ -48,25 +47,6 @@ def session(body: Callable[[Call, dict[str, Any]], Awaitable[None]], **server: A
             await body(call, schemas)
 
     run_apart(main)
-
-
-def run_apart(main: Callable[[], Awaitable[None]]) -> None:
-    """``anyio.run(main)`` in a thread of its own: a browser test's session-wide Playwright
-    keeps an event loop running on the main thread."""
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            anyio.run(main)
-        except BaseException as exc:
-            errors.append(exc)
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join(timeout=600)
-    assert not t.is_alive(), "the MCP session did not finish in 600 s"
-    if errors:
-        raise errors[0]
 
 
 @pytest.fixture()
