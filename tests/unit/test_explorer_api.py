@@ -342,3 +342,11 @@ def test_every_endpoint_answers_every_request(
     assert res.status in (200, 400, 404), (endpoint, params, res.status, body[:200])
     if res.status != 200:
         assert orjson.loads(body)["error"]
+
+
+def test_the_report_leaves_the_paths_segments_to_their_own_endpoint(server: ExplorerServer) -> None:
+    r = api(server, "/api/report")
+    cp = r["critical_path"]
+    assert cp["segments"] == []
+    drawn = api(server, "/api/critical_path")
+    assert cp["segments_total"] == drawn["segments_total"] > 0

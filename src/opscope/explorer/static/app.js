@@ -231,7 +231,7 @@ function renderCriticalSummary(cp) {
   const who = cp.scope === "job" ? `job path over ranks ${(cp.ranks || []).join(", ")}` : `path of rank ${cp.rank ?? 0}`;
   box.append(el("p", { class: "meta cp-head", text: `${who}: ${fmtUs(cp.length_us)}` +
     (typeof cp.wall_us === "number" ? ` of ${fmtUs(cp.wall_us)} wall time` : "") +
-    ` · ${(cp.segments || []).length} segments` }));
+    ` · ${(cp.segments_total ?? (cp.segments || []).length).toLocaleString()} segments` }));
   if (total <= 0) { box.append(el("p", { class: "meta", text: "nothing on the path carries time" })); return; }
   const bar = el("div", { class: "stackbar", dataset: { testid: "cp-bar" } });
   const legend = el("div", { class: "legend", dataset: { testid: "cp-bar-legend" } });
