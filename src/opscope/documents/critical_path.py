@@ -153,6 +153,9 @@ class CriticalPath(TypedDict):
     """(job paths) Path time on each rank, µs, by rank."""
     steps: NotRequired[list[PathStep]]
     segments: NotRequired[list[Segment]]
+    segments_total: NotRequired[int]
+    """(the explorer's ``/api/report``, critical-path answers that keep the longest) The
+    path's segments in all, where ``segments`` holds fewer or none."""
     jumps: NotRequired[list[Jump]]
     top: NotRequired[list[TopPiece]]
     nodes: NotRequired[int]
