@@ -109,9 +109,9 @@ def loader_files(
     source: Trace | str | Path | Sequence[str | Path],
     given: str | Path | Sequence[str | Path] | bool | None,
 ) -> list[str | Path]:
-    """The loader workers' trace files of :func:`analyze`'s ``loader_traces``: as given (a
-    folder gives its files), none for False, else those of a ``loader_traces/`` folder beside
-    the trace or inside its run folder."""
+    """What :func:`analyze`'s ``loader_traces`` names: as given (files, folders, globs: read
+    by :func:`opscope.trace.loader_work.load_loader_work`), none for False, else the
+    ``loader_traces/`` folder beside the trace or inside its run folder."""
     if given is False:
         return []
     if given is None or given is True:
@@ -130,18 +130,8 @@ def loader_files(
                 raise OpscopeError(f"loader_traces: no {LOADER_FOLDER}/ folder in {here}")
             return []
         given = folder
-    items = [given] if isinstance(given, (str, Path)) else list(given)
-    out: list[str | Path] = []
-    for item in items:
-        p = Path(item)
-        if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file() and ".json" in f.name)
-            if not files:
-                raise OpscopeError(f"loader_traces: {p} holds no trace file (*.json, *.json.gz)")
-            out.extend(files)
-        else:
-            out.append(item)
-    return out
+    # folders and globs are expanded where the files are read (trace.loader_work)
+    return [given] if isinstance(given, (str, Path)) else list(given)
 
 
 def _with_captures(

@@ -56,16 +56,24 @@ class LoaderWork:
 
 
 def loader_paths(given: Sequence[str | Path]) -> list[Path]:
-    """The files named by ``given`` (paths or glob patterns), sorted, each once; a pattern
-    that matches nothing or a path that is not a file is an error."""
+    """The files named by ``given`` (paths, folders of trace files or glob patterns), sorted,
+    each once; a pattern that matches nothing, a folder with no trace file or a path that is
+    not there is an error."""
+    from opscope.trace.formats.listing import is_pattern
+
     out: list[Path] = []
     for item in given:
         text = str(item)
-        if any(c in text for c in "*?[") and not Path(text).exists():
+        if is_pattern(text):
             matched = sorted(Path(p) for p in globbing.glob(text) if Path(p).is_file())
             if not matched:
                 raise TraceError(f"--loader-traces {text}: no file matches")
             out.extend(matched)
+        elif Path(text).is_dir():
+            files = sorted(f for f in Path(text).iterdir() if f.is_file() and ".json" in f.name)
+            if not files:
+                raise TraceError(f"loader_traces: {text} holds no trace file (*.json, *.json.gz)")
+            out.extend(files)
         elif Path(text).is_file():
             out.append(Path(text))
         else:
