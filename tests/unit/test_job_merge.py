@@ -13,6 +13,7 @@ import pytest
 
 from opscope.analysis.job import RankReport
 from opscope.analysis.job_report import merge, rank_report
+from opscope.analysis.job_tables import TableFold
 from opscope.analysis.optable import op_table
 from opscope.analysis.pipeline import analyze
 from opscope.analysis.rank_split import rank_traces
@@ -94,6 +95,28 @@ def test_rank_reports_round_trip_and_merge_without_events(job_dir: Path) -> None
     assert orjson.dumps(remote, option=orjson.OPT_SERIALIZE_NUMPY) == orjson.dumps(
         local, option=orjson.OPT_SERIALIZE_NUMPY
     )
+
+
+def test_tables_folded_rank_by_rank_with_lean_ranks_give_the_same_report(job_dir: Path) -> None:
+    """A coordinator folds each rank's tables as it arrives and keeps it lean: the job report
+    is byte for byte the one merged from whole rank reports."""
+    trace = load(job_dir)
+    parts = [rank_report(analyze(t, peaks=CPU_PEAKS), t.meta.ranks[0]) for t in rank_traces(trace)]
+    assert all(p.roofline and p.ops.by_shape and p.kernels for p in parts)
+    acc = TableFold()
+    for p in sorted(parts, key=lambda p: p.rank):
+        acc.add(p)
+    lean = [p.lean() for p in reversed(parts)]  # held in any order
+    assert all(not p.ops.by_shape and not p.kernels and p.roofline is None for p in lean)
+    assert all(p.ops.rows for p in lean)  # what a job's report still reads of a rank
+    whole = merge(parts).to_dict()
+    folded = merge(lean, tables=acc.tables()).to_dict()
+    assert whole["roofline"] and whole["op_shapes"] and whole["kernels"]
+    assert orjson.dumps(folded, option=orjson.OPT_SERIALIZE_NUMPY) == orjson.dumps(
+        whole, option=orjson.OPT_SERIALIZE_NUMPY
+    )
+    # lean ranks without their folded tables are not the job: the tables are needed
+    assert merge(lean).to_dict()["kernels"] == []
 
 
 def test_merged_op_table_equals_the_whole_tables_aggregation(job_dir: Path) -> None:

@@ -29,7 +29,7 @@ from opscope.analysis.findings.finding import Finding, finding_key, renumbered
 from opscope.analysis.kernels import KernelRow
 from opscope.analysis.optable import OpRow, OpTable
 from opscope.analysis.peaks import DevicePeaks
-from opscope.analysis.roofline import Roofline, RooflineRow, classify, rows_by_name
+from opscope.analysis.roofline import Roofline, RooflineRow
 from opscope.analysis.steps import StepStats
 from opscope.analysis.timeline import TimelineSummary
 
@@ -117,6 +117,19 @@ class RankReport:
             "step_compute_us": {str(k): v for k, v in self.step_compute_us.items()},
         }
 
+    def lean(self) -> RankReport:
+        """This rank without its per-shape op rows, kernels and roofline, once they are folded
+        into the job's tables (:class:`opscope.analysis.job_tables.TableFold`): what a job's
+        report still reads of a rank (its per-name op rows, timeline, steps, findings,
+        collectives, critical path) at a tenth of the memory."""
+        ops = OpTable(
+            rows=self.ops.rows,
+            device_is_host=self.ops.device_is_host,
+            device_time_us=self.ops.device_time_us,
+            by_shape=[],
+        )
+        return replace(self, ops=ops, kernels=[], roofline=None)
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RankReport:
         if d.get("schema") != RANK_REPORT_SCHEMA:
@@ -146,78 +159,6 @@ class RankReport:
 # -- merging ------------------------------------------------------------------------------------
 
 
-def _merge_op_rows(tables: Sequence[list[OpRow]], device_total_us: float) -> list[OpRow]:
-    merged: dict[tuple[str, str | None, str | None], OpRow] = {}
-    for rows in tables:
-        for r in rows:
-            key = (r.name, r.input_dims, r.input_types)
-            m = merged.get(key)
-            if m is None:
-                merged[key] = replace(r)
-                continue
-            m.calls += r.calls
-            m.cpu_self_us += r.cpu_self_us
-            m.cpu_total_us += r.cpu_total_us
-            m.device_self_us += r.device_self_us
-            m.device_total_us += r.device_total_us
-            m.device_calls += r.device_calls
-            m.launching_calls += r.launching_calls
-            if r.graph_replayed:
-                _merge_replayed(m, r)
-    out = list(merged.values())
-    for m in out:
-        m.device_share = m.device_self_us / device_total_us if device_total_us else 0.0
-    out.sort(key=lambda row: (-row.device_self_us, -row.cpu_total_us, row.name))
-    return out
-
-
-def _merge_replayed(m: OpRow, r: OpRow) -> None:
-    """A rank's graph-replay marks (:mod:`opscope.analysis.graph_ops`) added to the job's."""
-    mods: dict[Any, list[float]] = {}
-    for entry in [*(m.modules or []), *(r.modules or [])]:
-        acc = mods.setdefault(entry.get("module"), [0, 0.0])
-        acc[0] += int(entry.get("calls", 0))
-        acc[1] += float(entry.get("device_self_us", 0.0))
-    m.graph_replayed = True
-    m.replayed_calls += r.replayed_calls
-    m.modules = [
-        {"module": k, "calls": int(c), "device_self_us": us}
-        for k, (c, us) in sorted(mods.items(), key=lambda kv: (-kv[1][1], str(kv[0])))
-    ]
-    m.call_stack = m.call_stack or r.call_stack
-
-
-def merge_op_tables(tables: Sequence[OpTable]) -> OpTable:
-    """Per name and per (name, shapes): every count and time summed over the tables."""
-    device_us = sum(t.device_time_us for t in tables)
-    return OpTable(
-        rows=_merge_op_rows([t.rows for t in tables], device_us),
-        device_is_host=all(t.device_is_host for t in tables) if tables else False,
-        device_time_us=device_us,
-        by_shape=_merge_op_rows([t.by_shape for t in tables], device_us),
-    )
-
-
-def merge_kernels(tables: Sequence[list[KernelRow]]) -> list[KernelRow]:
-    merged: dict[str, KernelRow] = {}
-    for rows in tables:
-        for k in rows:
-            m = merged.get(k.name)
-            if m is None:
-                merged[k.name] = replace(k, ops=list(k.ops))
-                continue
-            m.calls += k.calls
-            m.device_us += k.device_us
-            m.min_us = min(m.min_us, k.min_us)
-            m.max_us = max(m.max_us, k.max_us)
-            m.ops = sorted(set(m.ops) | set(k.ops))
-    out = list(merged.values())
-    for m in out:
-        m.mean_us = m.device_us / m.calls if m.calls else 0.0
-    out.sort(key=lambda r: (-r.device_us, r.name))
-    return out
-
-
 def merge_timelines(timelines: Sequence[TimelineSummary]) -> TimelineSummary:
     """The job's wall span; device figures summed over the ranks' devices."""
     live = [t for t in timelines if t.end_ns > t.start_ns or t.wall_us > 0]
@@ -245,57 +186,6 @@ def merge_timelines(timelines: Sequence[TimelineSummary]) -> TimelineSummary:
         exposed_comm_us=exposed,
         compute_work_us=sum(t.compute_work_us or 0.0 for t in live),
         overlap_share=(1.0 - exposed / comm) if exposed is not None and comm > 0 else None,
-    )
-
-
-def merge_rooflines(rooflines: Sequence[Roofline], table: OpTable) -> Roofline | None:
-    """Shape rows summed over the ranks (bounds placed again on the sums); per-name rows from
-    the merged op table, as for one rank."""
-    if not rooflines:
-        return None
-    first = rooflines[0]
-    factor = first.overhead_factor
-    merged: dict[tuple[str, str | None, str | None], RooflineRow] = {}
-    for rl in rooflines:
-        for r in rl.op_shapes:
-            key = (r.name, r.input_dims, r.input_types)
-            m = merged.get(key)
-            if m is None:
-                merged[key] = replace(r)
-                continue
-            m.calls += r.calls
-            m.device_self_us += r.device_self_us
-            m.costed_calls += r.costed_calls
-            m.costed_us += r.costed_us
-            if r.flops is not None:
-                m.flops = (m.flops or 0.0) + r.flops
-                m.bytes = (m.bytes or 0.0) + (r.bytes or 0.0)
-                m.formula = m.formula or r.formula
-                m.dtype = m.dtype or r.dtype
-                m.matrix = m.matrix or r.matrix
-            for name in ("compute_us", "memory_us"):
-                a, b = getattr(m, name), getattr(r, name)
-                setattr(m, name, None if a is None and b is None else (a or 0.0) + (b or 0.0))
-    shapes = list(merged.values())
-    for m in shapes:
-        m.bound = classify(m.costed_us, m.compute_us, m.memory_us, factor)
-    by_key = {(r.name, r.input_dims, r.input_types): r for r in shapes}
-    ordered = [
-        by_key[(r.name, r.input_dims, r.input_types)]
-        for r in table.by_shape
-        if (r.name, r.input_dims, r.input_types) in by_key
-    ]
-    notes: list[str] = []
-    for rl in rooflines:
-        notes += [n for n in rl.notes if n not in notes]
-    return Roofline(
-        device_kind=first.device_kind,
-        device_name=first.device_name,
-        peaks=first.peaks,
-        ops=rows_by_name(table, ordered, factor),
-        op_shapes=ordered,
-        overhead_factor=factor,
-        notes=notes,
     )
 
 
@@ -424,9 +314,6 @@ __all__ = [
     "RankReport",
     "merge_devices",
     "merge_findings",
-    "merge_kernels",
-    "merge_op_tables",
-    "merge_rooflines",
     "merge_sources",
     "merge_steps",
     "merge_timelines",

@@ -24,6 +24,7 @@ from opscope.analysis.job_findings import (
     window_notes,
     worst_arrivals,
 )
+from opscope.analysis.job_tables import JobTables, fold
 from opscope.analysis.report import Report
 from opscope.analysis.steps import step_compute
 from opscope.trace import Trace
@@ -73,26 +74,32 @@ def merge(
     run_info: dict[str, Any] | None = None,
     unreadable: Sequence[dict[str, Any]] = (),
     matched: Matching | None = None,
+    tables: JobTables | None = None,
 ) -> Report:
     """The job report of rank reports (see :mod:`opscope.analysis.job`): no events needed;
     ``trace``, when given, is kept for renderers that draw the timeline.  ``unreadable``: the
     job's files that could not be read (``TraceMeta.unreadable``), named in ``source`` and,
     where their rank is known, in ``distributed.missing_ranks``.  ``matched``: the
-    :func:`matching` of these ranks, when the caller has made it (else it is made here)."""
+    :func:`matching` of these ranks, when the caller has made it (else it is made here).
+    ``tables``: the ranks' tables folded in rank order as they arrived
+    (:class:`~opscope.analysis.job_tables.TableFold`; the ranks may then be
+    :meth:`~opscope.analysis.job.RankReport.lean`), else folded here."""
     ranks = sorted(ranks, key=lambda r: r.rank)
-    ops = job.merge_op_tables([r.ops for r in ranks])
+    if tables is None:
+        tables = fold(ranks)
+    ops = tables.ops
     timeline = job.merge_timelines([r.timeline for r in ranks])
     steps = job.merge_steps(ranks)
     report = Report(
         trace=trace,
         ops=ops,
-        kernels=job.merge_kernels([r.kernels for r in ranks]),
+        kernels=tables.kernels,
         timeline=timeline,
         steps=steps,
         window_steps=window_steps,
         findings=[],
         run_info=run_info,
-        roofline=job.merge_rooflines([r.roofline for r in ranks if r.roofline], ops),
+        roofline=tables.roofline,
         ranks=ranks,
     )
     if has_distributed(ranks):

@@ -11,7 +11,7 @@ events.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,9 @@ from opscope.analysis.cluster.worker import (
     read_rank,
     recontract_rank,
 )
+from opscope.analysis.job import RankReport
 from opscope.analysis.job_files import unrelated_files
+from opscope.analysis.job_tables import JobTables, TableFold
 from opscope.errors import OpscopeError, TraceError
 from opscope.trace.formats import ByRank, Format
 from opscope.trace.jobs import MixedJobsError
@@ -81,6 +83,51 @@ def _gather(client: Any, futures: list[Any], stage: str, progress: Progress | No
         for done, _fut in enumerate(distributed.as_completed(futures), 1):
             progress(stage, done, total)
     return list(client.gather(futures))
+
+
+def _each(futures: list[Any], stage: str, progress: Progress | None) -> Iterator[tuple[int, Any]]:
+    """``(index, result)`` of each future as it finishes (telling ``progress``), each future
+    let go once its result is here, so neither side keeps every result at once."""
+    distributed = dask()
+    total = len(futures)
+    index = {f.key: i for i, f in enumerate(futures)}
+    pending = distributed.as_completed(futures, with_results=True)
+    futures.clear()
+    if progress is not None:
+        progress(stage, 0, total)
+    for done, (fut, result) in enumerate(pending, 1):
+        i = index.pop(fut.key)
+        fut.release()
+        del fut
+        if progress is not None:
+            progress(stage, done, total)
+        yield i, result
+
+
+def _rank_reports(
+    futures: list[Any], ranks: list[int], progress: Progress | None
+) -> tuple[list[RankReport], JobTables]:
+    """Round 2's rank reports as they arrive: each folded into the job's tables in rank
+    order (the order :func:`~opscope.analysis.job_report.merge` sums in; early arrivals wait
+    in full) and kept :meth:`~opscope.analysis.job.RankReport.lean`.  The coordinator's
+    memory so grows with the ranks' per-name ops, steps, findings and collectives, not with
+    their per-shape rows, kernels and rooflines."""
+    order = sorted(range(len(ranks)), key=lambda i: (ranks[i], i))
+    acc = TableFold()
+    waiting: dict[int, RankReport] = {}
+    kept: list[RankReport | None] = [None] * len(ranks)
+    at = 0
+    for i, got in _each(futures, "analyse", progress):
+        waiting[i] = RankReport.from_dict(got)
+        del got
+        while at < len(order) and order[at] in waiting:
+            j = order[at]
+            part = waiting.pop(j)
+            acc.add(part)
+            kept[j] = part.lean()
+            at += 1
+    parts = [p for p in kept if p is not None]
+    return parts, acc.tables()
 
 
 def _url_name(url: str) -> Path:
@@ -157,7 +204,6 @@ def analyze_on_cluster(
     path but for the job's critical path (a note) and ``source.engine``.  ``rank_task``
     replaces round 2's task (tests: a task that kills its worker)."""
     from opscope.analysis import job_report, pipeline
-    from opscope.analysis.job import RankReport
     from opscope.trace.formats.kineto import special_files
     from opscope.trace.parts import (
         FilePart,
@@ -246,7 +292,7 @@ def analyze_on_cluster(
         futures = [
             client.submit(rank_task, t, shared_meta, retries=RETRIES, pure=False) for t in tasks
         ]
-        parts = [RankReport.from_dict(d) for d in _gather(client, futures, "analyse", progress)]
+        parts, tables = _rank_reports(futures, [int(t["rank"]) for t in tasks], progress)
         matching = job_report.matching(parts)
         records, instances = matching.records, matching.instances
         from opscope.analysis.collective_match import member_waits
@@ -306,6 +352,7 @@ def analyze_on_cluster(
             run_info=job.run_info,
             unreadable=lost,
             matched=matching,
+            tables=tables,
         )
         if job_path is not None and job_path.get("length_us") is not None:
             pipeline.add_savings(
