@@ -90,3 +90,58 @@ def test_every_finding_of_a_job_has_savings_within_its_time_at_stake(tmp_path: P
     for f in rep["findings"]:
         assert f["step_savings_us"] is not None, f["kind"]
         assert 0 <= f["step_savings_us"] <= f["time_at_stake_us"] + 1e-6
+
+
+def test_a_projection_solved_in_place_is_the_rebuilt_graphs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fix's projection puts the changed ranks' weights into the solved job graph instead of
+    joining every rank's part again; on the straggler, load-imbalance and bandwidth jobs
+    above, every projection equals the rebuilt graph's length (the oracle), and the in-place
+    path is the one taken."""
+    from opscope.analysis.critical import job_savings, job_solve
+
+    fast = job_solve.projected_length
+    checked: list[tuple[int, int]] = []
+    same: list[bool] = []
+    shape = job_solve._same_shape
+
+    def spy_shape(a: Any, b: Any) -> bool:
+        same.append(shape(a, b))
+        return same[-1]
+
+    def both(solved: Any, new: Any, members: Any) -> int:
+        got = fast(solved, new, members)
+        oracle = job_solve.window_length(
+            [new.get(r, s) for r, s in solved.summaries.items()], members
+        )
+        checked.append((got, oracle))
+        return got
+
+    monkeypatch.setattr(job_solve, "_same_shape", spy_shape)
+    monkeypatch.setattr(job_savings, "projected_length", both)
+
+    def slow_gemms(rank: int, doc: dict[str, Any]) -> None:
+        for e in doc["traceEvents"]:
+            if rank == 1 and e["name"] == "gemm_kernel":
+                e["dur"] = 590.0
+
+    def big_messages(rank: int, doc: dict[str, Any]) -> None:
+        doc["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]
+        for e in doc["traceEvents"]:
+            if e.get("name") == "record_param_comms":
+                e["args"]["In msg nelems"] = e["args"]["Out msg nelems"] = 4 * 1024 * 1024
+
+    for i, kw in enumerate(
+        [
+            {"late_rank": 1, "late_us": 300.0},
+            {"edit": slow_gemms, "late_rank": 1, "late_us": 200.0, "steps": True},
+            {"edit": big_messages},
+        ]
+    ):
+        folder = tmp_path / f"job{i}"
+        folder.mkdir()
+        _job(folder, **kw)
+    assert checked and all(got == oracle for got, oracle in checked), checked
+    assert any(same)
+    assert len({oracle for _got, oracle in checked}) > 1  # the fixes moved the path

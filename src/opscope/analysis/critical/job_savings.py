@@ -41,8 +41,8 @@ from opscope.analysis.critical.job_solve import (
     RankSummary,
     WindowSolution,
     arrival_preds,
+    projected_length,
     solve_window,
-    window_length,
 )
 from opscope.analysis.critical.model import COMPUTE, CPU
 
@@ -224,7 +224,7 @@ def job_finding_savings(
         if not new:  # the change moved no weight on any rank: nothing saved
             out.append(None if asks is None else 0.0)
             continue
-        projected = window_length([new.get(s.rank, s) for s in summaries], members)
+        projected = projected_length(solved(), new, members)
         saved_us = max(0, base - projected) / 1000.0
         out.append(round(min(float(f.get("time_at_stake_us") or 0.0), saved_us), 3))
     return out

@@ -139,6 +139,7 @@ class _Joined:
     first_barrier: int = 0
     join_edges: int = 0
     base: dict[int, int] = field(default_factory=dict)  # each rank's first node
+    edge_base: dict[int, int] = field(default_factory=dict)  # each rank's first edge
 
     @property
     def ns(self) -> np.ndarray:
@@ -156,16 +157,19 @@ def _joined(
     times, nsteps, ranks = [], [], []
     src, dst, wt, lab, owner, local = [], [], [], [], [], []
     base: dict[int, int] = {}
-    n = 0
+    edge_base: dict[int, int] = {}
+    n = e = 0
     for s in summaries:
         c = s.steps if steps else s.full
         base[s.rank] = n
+        edge_base[s.rank] = e
         k = len(s.time)
         times.append(s.time)
         nsteps.append(s.step)
         ranks.append(np.full(k, s.rank, dtype=np.int64))
         n += k
         m = len(c)
+        e += m
         from_any, to_any = c.src == ANY, c.dst == ANY
         a = np.where(from_any, 0, c.src + base[s.rank])
         b = np.where(to_any, 0, c.dst + base[s.rank])
@@ -217,6 +221,7 @@ def _joined(
         first_barrier=n,
         join_edges=ne,
         base=base,
+        edge_base=edge_base,
     )
 
 
@@ -258,6 +263,37 @@ def _step_paths(j: _Joined) -> dict[int, _Path]:
 def window_length(summaries: Sequence[RankSummary], members: Sequence[Sequence[int]]) -> int:
     """The job path's length (ns) over the window, from the summaries."""
     return _solve(_joined(sorted(summaries, key=lambda s: s.rank), members, steps=False)).length_ns
+
+
+def _same_shape(a: RankSummary, b: RankSummary) -> bool:
+    """Whether ``b``'s window graph joins as ``a``'s does (the same interfaces, contracted
+    edges and joins), so that only its edges' weights differ."""
+    fa, fb = a.full, b.full
+    return (
+        len(a.time) == len(b.time)
+        and a.joins == b.joins
+        and np.array_equal(fa.src, fb.src)
+        and np.array_equal(fa.dst, fb.dst)
+    )
+
+
+def projected_length(
+    solved: WindowSolution, new: Mapping[int, RankSummary], members: Sequence[Sequence[int]]
+) -> int:
+    """The job path's length (ns) over the window with ``new``'s ranks in place of the solved
+    ones: :func:`window_length` of those summaries, made from the solved graph with the
+    changed ranks' edge weights put in where their graphs join the same way (a fix changes
+    weights, not edges), so a projection costs a solve, not a rebuild of every rank's part."""
+    whole, have = solved.joined, solved.summaries
+    if not all(r in have and _same_shape(have[r], s) for r, s in new.items()):
+        return window_length([new.get(r, s) for r, s in have.items()], members)
+    weight, by_label = whole.weight.copy(), whole.by_label.copy()
+    for r, s in new.items():
+        at, m = whole.edge_base[r], len(s.full)
+        weight[at : at + m] = s.full.weight
+        by_label[at : at + m] = s.full.by_label
+    edges, _n = longest_edges(whole.src, whole.dst, weight, len(whole.time))
+    return int(by_label[edges].sum()) if len(edges) else 0
 
 
 @dataclass(frozen=True)
@@ -485,6 +521,7 @@ __all__ = [
     "interface_nodes",
     "job_projection",
     "job_section",
+    "projected_length",
     "solve_window",
     "summarise",
     "window_length",
