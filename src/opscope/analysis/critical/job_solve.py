@@ -265,35 +265,47 @@ def window_length(summaries: Sequence[RankSummary], members: Sequence[Sequence[i
     return _solve(_joined(sorted(summaries, key=lambda s: s.rank), members, steps=False)).length_ns
 
 
-def _same_shape(a: RankSummary, b: RankSummary) -> bool:
-    """Whether ``b``'s window graph joins as ``a``'s does (the same interfaces, contracted
-    edges and joins), so that only its edges' weights differ."""
-    fa, fb = a.full, b.full
-    return (
-        len(a.time) == len(b.time)
-        and a.joins == b.joins
-        and np.array_equal(fa.src, fb.src)
-        and np.array_equal(fa.dst, fb.dst)
-    )
-
-
 def projected_length(
     solved: WindowSolution, new: Mapping[int, RankSummary], members: Sequence[Sequence[int]]
 ) -> int:
     """The job path's length (ns) over the window with ``new``'s ranks in place of the solved
-    ones: :func:`window_length` of those summaries, made from the solved graph with the
-    changed ranks' edge weights put in where their graphs join the same way (a fix changes
-    weights, not edges), so a projection costs a solve, not a rebuild of every rank's part."""
+    ones: :func:`window_length` of those summaries, made from the solved graph by swapping the
+    changed ranks' contracted edges for their new ones (their interfaces and joins are the
+    same: a fix changes weights; the edges to and from outside the window get nodes of their
+    own at the end), so a projection costs a solve, not a rebuild of every rank's part.  A
+    rank whose interfaces or joins differ makes it the rebuild."""
     whole, have = solved.joined, solved.summaries
-    if not all(r in have and _same_shape(have[r], s) for r, s in new.items()):
+    if not all(
+        r in have and len(have[r].time) == len(s.time) and have[r].joins == s.joins
+        for r, s in new.items()
+    ):
         return window_length([new.get(r, s) for r, s in have.items()], members)
-    weight, by_label = whole.weight.copy(), whole.by_label.copy()
+    keep = np.ones(len(whole.src), dtype=bool)
+    src, dst, weight, by_label = [], [], [], []
+    n = len(whole.time)
     for r, s in new.items():
-        at, m = whole.edge_base[r], len(s.full)
-        weight[at : at + m] = s.full.weight
-        by_label[at : at + m] = s.full.by_label
-    edges, _n = longest_edges(whole.src, whole.dst, weight, len(whole.time))
-    return int(by_label[edges].sum()) if len(edges) else 0
+        at = whole.edge_base[r]
+        keep[at : at + len(have[r].full)] = False
+        c, base = s.full, whole.base[r]
+        from_any, to_any = c.src == ANY, c.dst == ANY
+        a = np.where(from_any, 0, c.src + base)
+        b = np.where(to_any, 0, c.dst + base)
+        na, nb = int(from_any.sum()), int(to_any.sum())
+        a[from_any] = n + np.arange(na)
+        b[to_any] = n + na + np.arange(nb)
+        n += na + nb
+        src.append(a)
+        dst.append(b)
+        weight.append(c.weight)
+        by_label.append(c.by_label)
+    lab = np.concatenate([whole.by_label[keep], *by_label]).astype(np.int64)
+    edges, _n = longest_edges(
+        np.concatenate([whole.src[keep], *src]).astype(np.int64),
+        np.concatenate([whole.dst[keep], *dst]).astype(np.int64),
+        np.concatenate([whole.weight[keep], *weight]).astype(np.int64),
+        n,
+    )
+    return int(lab[edges].sum()) if len(edges) else 0
 
 
 @dataclass(frozen=True)
