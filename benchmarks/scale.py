@@ -13,7 +13,8 @@ are the claim; this machine is noisy).  Nothing is asserted.
    largest size over that at the smallest (goal <= 1.2 for 10M over 1M) and the bytes per
    event at the largest (goal <= 400).  ``--explorer`` adds ``opscope explore``'s first
    paint on the largest plain file in headless Chromium (``explorer.first_paint``; goal
-   <= 5 s at 10M events), measured after the ranks.
+   <= 5 s at 10M events; a trace that large paints its head first, a preview, then the
+   whole trace: both times are printed), measured after the ranks.
 2. Ranks.  For each ``--ranks`` N, N rank files tiled from ``--rank-trace``
    (``job_scale.build_job``: ``distributedInfo`` rank r of N, clock offsets, jittered
    kernels, one slow rank), reported by ``opscope report FOLDER --cluster local:W --format
@@ -258,10 +259,12 @@ def explorer_part(files: list[dict[str, Any]]) -> dict[str, Any]:
             f"{paint['listen_s']:.2f} s; page errors: {paint['page_errors'] or 'none'})"
         )
         return {"events": big["reported_events"], **paint}
+    head = " (the trace's head: a preview)" if paint["preview"] else ""
     print(
-        f"\nexplorer at {big['reported_events']:,} events: first paint {paint['paint_s']:.2f} s "
-        f"after `opscope explore` starts (goal <= 5 s: {_goal(paint['paint_s'] <= 5)}; "
-        f"serving after {paint['listen_s']:.2f} s, summary shown after "
+        f"\nexplorer at {big['reported_events']:,} events: first paint{head} "
+        f"{paint['paint_s']:.2f} s after `opscope explore` starts (goal <= 5 s: "
+        f"{_goal(paint['paint_s'] <= 5)}; serving after {paint['listen_s']:.2f} s, the whole "
+        f"trace on the timeline after {paint['loaded_s']:.2f} s, summary shown after "
         f"{paint['ready_s']:.2f} s)"
     )
     return {"events": big["reported_events"], **paint}

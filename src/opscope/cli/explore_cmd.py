@@ -25,7 +25,15 @@ examples:
 
 --graph-capture attributes the first trace's CUDA/HIP graph replays to the captured ops (see
 opscope report --help).
+
+A large trace file (more than twice --preview MiB of JSON) is served at once: the timeline
+shows the events of its first --preview MiB, marked as a preview, while the whole trace loads,
+then switches to the whole trace; the Summary, Ops and Findings wait for it.  --preview 0
+serves nothing before the whole trace is loaded.
 """
+
+#: MiB of a large trace's JSON the timeline shows while the whole of it loads
+PREVIEW_MIB = 64
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,6 +42,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=0, help="port (default: 0, a free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
     p.add_argument("--no-open", action="store_true", help="do not open a browser")
+    p.add_argument(
+        "--preview",
+        type=int,
+        default=PREVIEW_MIB,
+        metavar="MIB",
+        help="a trace of more than twice this many MiB of JSON: show its first MIB on the "
+        "timeline while the whole trace loads (0: no preview; default: %(default)s)",
+    )
     add_graph_capture(p)
     add_max_inflate(p)
 
@@ -54,13 +70,36 @@ def run(args: argparse.Namespace) -> int:
             "machine can read the trace",
             file=sys.stderr,
         )
+    if args.preview < 0:
+        raise OpscopeError(f"--preview {args.preview}: expected MiB >= 0")
     prepare(args.path, args.path_b, command="explore")
-    session = Session.open(args.path, args.path_b, graph_capture=graph_capture_arg(args))
+
+    def loaded(s: Session) -> None:
+        st = s.status()
+        if st["error"] is not None:
+            print(f"opscope explore: the trace failed to load: {st['error']}", file=sys.stderr)
+        else:
+            print(f"opscope explore: the whole trace is loaded ({st['load_s']:.1f} s)", flush=True)
+
+    session = Session.open(
+        args.path,
+        args.path_b,
+        graph_capture=graph_capture_arg(args),
+        preview_bytes=args.preview << 20,
+        on_loaded=loaded,
+    )
     try:
         server = ExplorerServer(session, args.host, args.port)
     except OSError as exc:
         raise OpscopeError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     print(f"opscope explorer: {server.url}  (Ctrl+C to stop)", flush=True)
+    if session.preview is not None:
+        pv = session.preview.describe()
+        print(
+            f"opscope explore: showing a preview (the first {args.preview} MiB, "
+            f"{pv['events']:,} events) while the whole trace loads",
+            flush=True,
+        )
     if not args.no_open:
         webbrowser.open(server.url)
     try:

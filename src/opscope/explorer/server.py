@@ -16,7 +16,12 @@ over :class:`opscope.explorer.data.Session`:
 ``GET /api/occurrences?name=``               the occurrences of a framework op
 ``GET /api/diff``                            ``opscope.diff/1`` when two traces were given
 ``GET /api/sections[?side=b]``               the Summary's sections (renderer-escaped HTML)
+``GET /api/status``                          whether the trace is loaded; the preview shown
 ==========================================  ====================================================
+
+A large trace is served at once from its head (``side=preview`` on ``lanes``, ``events``,
+``event`` and ``chain``: the head's own events and ids) while the whole of it loads; every
+other answer waits for the whole trace.
 
 Security: binds 127.0.0.1 unless told otherwise; answers only requests whose ``Host`` is the
 address it serves (no DNS rebinding); a strict Content-Security-Policy (``script-src 'self'``)
@@ -79,7 +84,10 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1024  # the last float below 2**63 th
 
 
 def _side(q: dict[str, list[str]]) -> str:
-    return "b" if q.get("side", ["a"])[0] == "b" else "a"
+    """``a`` (the default), ``b`` (the compared trace) or ``preview`` (a large trace's head,
+    answered while the whole trace loads)."""
+    side = q.get("side", ["a"])[0]
+    return side if side in ("b", "preview") else "a"
 
 
 def _lanes(q: dict[str, list[str]]) -> list[int] | None:
@@ -109,6 +117,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     "/api/critical_path": lambda s, q: s.critical_path(_side(q)),
     "/api/occurrences": lambda s, q: s.occurrences(q.get("name", [""])[0], _side(q)),
     "/api/diff": lambda s, q: s.diff(),
+    "/api/status": lambda s, q: s.status(),
     # the Summary's sections (study, roofline, Neuron engines): the renderer's escaped HTML,
     # asked for once the report is there so that the page itself never waits for the analysis
     "/api/sections": lambda s, q: {"html": html.sections(s.report(_side(q)))},

@@ -149,10 +149,19 @@ class ByteStream:
     ``None`` or a short reason why the data ended early (truncated or corrupt gzip).
     """
 
-    def __init__(self, path: Path, max_bytes: int | None = None, block: int = BLOCK_BYTES) -> None:
+    def __init__(
+        self,
+        path: Path,
+        max_bytes: int | None = None,
+        block: int = BLOCK_BYTES,
+        *,
+        stop_after: int | None = None,
+    ) -> None:
         self.path = path
         self.max_bytes = max_decompressed_bytes(max_bytes)
         self.block = block
+        #: read the first this many decompressed bytes only (a preview): ``cut`` says so
+        self.stop_after = stop_after
         self.total = 0
         self.cut: str | None = None
         self.gzip = False
@@ -164,6 +173,24 @@ class ByteStream:
         )
 
     def __iter__(self) -> Iterator[bytes]:
+        if self.stop_after is None:
+            yield from self._blocks()
+            return
+        sent = 0
+        blocks = cast("Generator[bytes, None, None]", self._blocks())
+        with contextlib.closing(blocks):  # closing the generator closes the file at once
+            for block in blocks:
+                room = self.stop_after - sent
+                if len(block) > room:  # more than the preview holds: the rest is not read
+                    if room:
+                        yield block[:room]
+                    self.total = self.stop_after
+                    self.cut = f"read to its first {self.stop_after} bytes only (a preview)"
+                    return
+                sent += len(block)
+                yield block
+
+    def _blocks(self) -> Iterator[bytes]:
         fh, head = _open(self.path)
         with fh:
             if head == _GZIP_MAGIC:

@@ -50,20 +50,23 @@ const signed = (v, f) => (v > 0 ? "+" : "") + f(v);
 
 // ---- data sources ----------------------------------------------------------------------------
 class ServerSource {
-  constructor() { this.mode = "server"; this.inflight = null; }
+  // preview: the timeline shows a large trace's head while the whole of it loads (its lanes,
+  // windows, events and chains are asked for as side=preview: the head's own ids)
+  constructor() { this.mode = "server"; this.inflight = null; this.preview = false; }
   async get(path, params = {}, signal) {
     const qs = new URLSearchParams(params).toString();
     const res = await fetch(`api/${path}${qs ? "?" + qs : ""}`, { signal });
     if (!res.ok) return null;
     return res.json();
   }
+  timelineSide(params = {}) { return this.preview ? { ...params, side: "preview" } : params; }
   report() { return this.get("report"); }
-  lanes() { return this.get("lanes"); }
+  lanes() { return this.get("lanes", this.timelineSide()); }
   window(lanes, t0, t1, px, signal) {
-    return this.get("events", { lanes: lanes.join(","), t0: Math.floor(t0), t1: Math.ceil(t1), px: Math.round(px) }, signal);
+    return this.get("events", this.timelineSide({ lanes: lanes.join(","), t0: Math.floor(t0), t1: Math.ceil(t1), px: Math.round(px) }), signal);
   }
-  event(id) { return this.get("event", { id }); }
-  chain(id) { return this.get("chain", { id }); }
+  event(id) { return this.get("event", this.timelineSide({ id })); }
+  chain(id) { return this.get("chain", this.timelineSide({ id })); }
   collective(id) { return this.get("collective", { event: id }); }
   criticalPath() { return this.get("critical_path"); }
   occurrences(name) { return this.get("occurrences", { name }); }
@@ -418,6 +421,7 @@ async function select(id, opts = {}) {
   // the collective across the ranks (asked apart: it waits for the analysis), only for events
   // that can be part of one (any other answers 404, which the browser logs as an error)
   if (!ev || !(ev.kind === "comm" || COLLECTIVE_NAME.test(ev.name || ""))) return;
+  if (src.preview) return;  // a collective is matched in the whole trace: its ids, not the head's
   const coll = await src.collective(id, ev);
   if (state.selected !== id) return;
   if (!coll) {
@@ -915,7 +919,7 @@ class Timeline {
       .map((i) => ({ rank: i.rank, closed: i.closed, y: i.y - this.scrollY + AXIS_H + i.h / 2 }));
     Object.assign(window.__opscope, { rankHeaders, collapsed: [...this.collapsed].sort((a, b) => a - b),
       collectiveDrawn: this.collectiveDrawn || 0, criticalDrawn: this.criticalDrawn,
-      criticalLinks: this.criticalLinks, criticalRanks: [...this.criticalRanks].sort((a, b) => a - b), view: [this.t0, this.t1], lanesDrawn, lanes: this.lanesInfo.lanes.length,
+      criticalLinks: this.criticalLinks, criticalRanks: [...this.criticalRanks].sort((a, b) => a - b), view: [this.t0, this.t1], lanesDrawn, lanes: this.lanesInfo.lanes.length, events: this.lanesInfo.events,
       groups: [...new Set(this.lanesInfo.lanes.map((l) => l.group))], scrollY: this.scrollY });
     this.frames.push(dt);
     if (this.frames.length > 2000) this.frames.splice(0, 1000);
@@ -1267,6 +1271,48 @@ class Timeline {
   }
 }
 
+// ---- a large trace's preview --------------------------------------------------------------------
+const fmtMiB = (b) => { const m = b / (1 << 20); return `${m < 10 ? m.toFixed(1) : Math.round(m).toLocaleString()} MiB`; };
+const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
+
+// the timeline shows the trace's head until the whole trace is loaded, then switches to it
+// (the head's selection, chain and path are its own: they are cleared)
+async function previewUntilLoaded(p) {
+  const file = `${fmtMiB(p.file_bytes || 0)}${p.gzip ? " gzipped" : ""}`;
+  const head = `Preview: the timeline shows the ${(p.events || 0).toLocaleString()} events of the first `
+    + `${fmtMiB(p.bytes || 0)} of JSON in the ${file} file (a file lists its events by thread `
+    + `and stream, so lanes may be missing or short) while the whole trace loads`;
+  document.body.dataset.preview = "1";
+  let st = null;
+  for (;;) {
+    st = await src.get("status");
+    if (!st || st.loaded || st.error) break;
+    notice(`${head} (${Math.round(st.elapsed_s)} s); it switches to the whole trace when loaded.`);
+    await sleep(1000);
+  }
+  if (!st || st.error) {
+    notice(`${head}; the whole trace failed to load: ${st ? st.error : "the server is gone"}.`);
+    return;
+  }
+  src.preview = false;
+  const lanes = await src.lanes();
+  if (!lanes) { notice("The whole trace is loaded, but its lanes could not be read."); return; }
+  state.selected = null;
+  timeline.selected = null;
+  timeline.setChain(null);
+  timeline.setCollective(null);
+  timeline.fetchSeq++;  // a window of the head still in flight is dropped
+  timeline.win = null;
+  timeline.byLane = new Map();
+  timeline.setLanes(lanes);
+  if (state.report) timeline.ranksFromReport(state.report);
+  timeline.request();
+  timeline.draw();
+  notice(`The whole trace is loaded (${lanes.events.toLocaleString()} events, ${(st.load_s ?? 0).toFixed(1)} s).`);
+  delete document.body.dataset.preview;
+  document.body.dataset.loaded = "1";
+}
+
 // ---- start -------------------------------------------------------------------------------------
 async function main() {
   const report = embedded("opscope-data");
@@ -1283,7 +1329,14 @@ async function main() {
   // timeline paints while the server is still analysing
   const reportP = src.report();
   const initial = location.hash ? location.hash.slice(1) : "summary";
-  const lanes = await src.lanes();
+  let lanes = null;
+  if (src.mode === "server") {
+    // a large trace: its head is on the timeline while the whole of it loads
+    const st = await src.get("status");
+    if (st && st.preview && !st.loaded) src.preview = true;
+  }
+  lanes = await src.lanes();
+  if (lanes && src.preview) previewUntilLoaded(lanes.preview || {});
   if (lanes) {
     timeline.setLanes(lanes);
     if (src.mode === "static" && ex && ex.window) {
@@ -1302,7 +1355,7 @@ async function main() {
   const r = await reportP;
   if (!r) { notice("Could not load the report."); return; }
   state.report = r;
-  if (lanes) timeline.ranksFromReport(r);
+  if (lanes && !src.preview) timeline.ranksFromReport(r);
   const so = r.source || {};
   $("#source").textContent = `${(so.paths || []).join(", ")} · ${so.events ?? "?"} events · ${(r.device || {}).kind || "?"}`;
   $("#source").title = (so.paths || []).join("\n");

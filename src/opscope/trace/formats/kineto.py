@@ -268,7 +268,22 @@ def load_file(path: Path, *, cache: bool = True, max_bytes: int | None = None) -
     return part
 
 
-def ingest_file(path: Path, *, max_bytes: int | None = None) -> FilePart:
-    """Stream, convert and link one trace file (no cache)."""
-    parsed, warnings = kineto_file.parse_file(path, max_bytes=max_bytes)
+def ingest_file(
+    path: Path, *, max_bytes: int | None = None, head_bytes: int | None = None
+) -> FilePart:
+    """Stream, convert and link one trace file (no cache); ``head_bytes``: its first that
+    many decompressed bytes only (see :func:`load_head`)."""
+    parsed, warnings = kineto_file.parse_file(path, max_bytes=max_bytes, head_bytes=head_bytes)
     return to_part(parsed, warnings, str(path))
+
+
+def load_head(path: Path, head_bytes: int) -> Trace:
+    """The events of one Kineto file's first ``head_bytes`` decompressed bytes, as a trace of
+    their own: a preview of a large file (the explorer paints it while the whole file loads).
+    Not cached; its event ids are its own, not the whole file's; what the file writes after
+    its events (device properties, distributed info) is not in it; ``meta.warnings`` says
+    that it is a preview."""
+    with ingest_memory_pool():
+        part = ingest_file(path, head_bytes=head_bytes)
+        ranks = assign_ranks([path], [part])
+        return combine([path], [part], ranks)

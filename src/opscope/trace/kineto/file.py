@@ -144,9 +144,16 @@ def _workers(workers: int | None) -> int:
 
 
 def parse_file(
-    path: Path, *, max_bytes: int | None = None, workers: int | None = None
+    path: Path,
+    *,
+    max_bytes: int | None = None,
+    workers: int | None = None,
+    head_bytes: int | None = None,
 ) -> tuple[KinetoParse, list[str]]:
     """Stream and convert one Kineto file (not linked): its columns and the reader's warnings.
+
+    ``head_bytes``: the events of the first that many decompressed bytes only (a preview; the
+    event cut at the end is dropped, as in a trace cut short, and a warning says so).
 
     Runs are decoded and converted in ``workers`` forked processes (default: the CPU count, at
     most 4) when the file holds more than :data:`PARALLEL_MIN_BYTES` of events; the parent
@@ -159,13 +166,13 @@ def parse_file(
 
     # the decoded events are acyclic: the cyclic collector only costs time while they live
     with collector_paused():
-        data = ByteStream(path, max_bytes)
+        data = ByteStream(path, max_bytes, stop_after=head_bytes)
         stream = EventStream(data, str(path))
         got = _parse_pooled(stream, _workers(workers))
         if got is not None:
             return got, _warnings(path, data, stream)
         # a guessed cut fell inside an event: guess again, run by run
-        data = ByteStream(path, max_bytes)
+        data = ByteStream(path, max_bytes, stop_after=head_bytes)
         stream = EventStream(data, str(path))
         builder = KinetoBuilder()
         for events, piece in stream:
