@@ -174,3 +174,119 @@ def test_mcp_critical_path_shows_the_breakdown(run_dir: Path) -> None:
             assert "loader workers' traces: decode" in r.content[0].text
 
     run_apart(main, timeout_s=300)
+
+
+PROFILED = textwrap.dedent(
+    f"""
+    import time
+    import torch
+    from torch.profiler import record_function
+
+    class Images(torch.utils.data.Dataset):
+        def __len__(self):
+            return 24
+        def __getitem__(self, i):
+            with record_function("decode"):
+                time.sleep({DECODE_S})
+            return torch.randn(64).sin()
+
+    torch.set_num_threads(1)
+    workers = {{workers}}
+    loader = torch.utils.data.DataLoader(Images(), batch_size=2, num_workers=workers)
+    model = torch.nn.Linear(64, 64)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for x in loader:  # one epoch: the workers leave their loop at its end
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+    """
+)
+
+
+def _profile(tmp_path: Path, workers: int) -> tuple[subprocess.CompletedProcess[str], Path]:
+    script = tmp_path / "train.py"
+    script.write_text(PROFILED.replace("{workers}", str(workers)))
+    out = tmp_path / "runs"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "opscope",
+            "profile",
+            "--loader-workers",
+            "--no-report",
+            "--out",
+            str(out),
+            "--",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)},
+    )
+    return proc, out
+
+
+def test_opscope_profile_loader_workers_records_them_where_the_report_reads(
+    tmp_path: Path,
+) -> None:
+    proc, out = _profile(tmp_path, workers=2)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = [p for p in out.iterdir() if p.is_dir()]
+    files = sorted((run / "loader_traces").glob("loader_worker*.pt.trace.json"))
+    assert [f.name.split(".")[0] for f in files] == ["loader_worker0", "loader_worker1"]
+    assert "--loader-workers: 2 loader worker trace(s) in" in proc.stderr
+    assert not list(tmp_path.glob("opscope-loader-*")), "the staging folder is left behind"
+    rc, data, err = _report(str(run))
+    assert rc == 0, err
+    assert data is not None
+    loading = data["critical_path"]["data_loading"]
+    assert len(loading["workers"]) == 2
+    assert loading["in_workers_us"] > 0
+    assert loading["top"][0]["name"] == "decode"
+
+
+def test_opscope_profile_loader_workers_says_when_there_are_none(tmp_path: Path) -> None:
+    proc, out = _profile(tmp_path, workers=0)
+    assert proc.returncode == 0, proc.stderr
+    assert "--loader-workers: no DataLoader with num_workers > 0 was iterated" in proc.stderr
+    (run,) = [p for p in out.iterdir() if p.is_dir()]
+    assert not (run / "loader_traces").exists()
+
+
+def test_the_loader_folder_is_the_one_the_report_reads() -> None:
+    from opscope.analysis.api import LOADER_FOLDER
+    from opscope.capture import loader_workers
+
+    assert loader_workers.LOADER_FOLDER == LOADER_FOLDER
+
+
+def test_the_patch_wraps_each_loader_once_and_goes_away(tmp_path: Path) -> None:
+    import torch
+    from torch.utils.data import DataLoader
+
+    from opscope.capture.loader_workers import LoaderWorkerPatch, _ProfiledWorker
+
+    original = DataLoader.__iter__
+    patch = LoaderWorkerPatch(tmp_path / "staging")
+    patch.install()
+    try:
+        assert DataLoader.__iter__ is not original
+        data = torch.arange(4.0)
+        plain = DataLoader(data, batch_size=2)
+        assert [b.tolist() for b in plain] == [[0.0, 1.0], [2.0, 3.0]]
+        assert plain.worker_init_fn is None and patch.loaders == 0
+        loader = DataLoader(data, batch_size=2, num_workers=1)
+        for _ in range(2):  # a second epoch: wrapped once, the user's batches unchanged
+            assert [b.tolist() for b in loader] == [[0.0, 1.0], [2.0, 3.0]]
+        assert isinstance(loader.worker_init_fn, _ProfiledWorker)
+        assert loader.worker_init_fn.inner is None
+        assert patch.loaders == 1
+    finally:
+        patch.uninstall()
+    assert DataLoader.__iter__ is original
+    names = sorted(f.name.split(".")[0] for f in patch.traces())
+    assert names == ["loader_worker0", "loader_worker0"]  # one worker, one per epoch

@@ -23,6 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+#: the run folder's folder of loader workers' traces, which the report reads by itself (the
+#: same name as ``opscope.analysis.api.LOADER_FOLDER``: the capture imports no analysis)
+LOADER_FOLDER = "loader_traces"
+
 
 class _ProfiledWorker:
     """The wrapped ``worker_init_fn`` (a class, so that a spawned worker can unpickle it)."""
@@ -71,4 +75,46 @@ def profile_loader_workers(loader: Any, out_dir: str | Path, *, with_stack: bool
     return loader
 
 
-__all__ = ["profile_loader_workers"]
+class LoaderWorkerPatch:
+    """``opscope profile --loader-workers``: while installed, every DataLoader with workers
+    that starts iterating has its workers profiled (:func:`profile_loader_workers`) into
+    ``folder``; :meth:`traces` are the files they wrote, :attr:`loaders` how many loaders
+    were profiled.  Installed around the program, removed after it."""
+
+    def __init__(self, folder: Path, *, with_stack: bool = False) -> None:
+        self.folder = folder
+        self.with_stack = with_stack
+        self.loaders = 0
+        self._original: Any = None
+
+    def install(self) -> None:
+        from torch.utils.data import DataLoader
+
+        original = DataLoader.__iter__
+        patch = self
+
+        def __iter__(loader: Any) -> Any:
+            if getattr(loader, "num_workers", 0) > 0 and not isinstance(
+                loader.worker_init_fn, _ProfiledWorker
+            ):
+                profile_loader_workers(loader, patch.folder, with_stack=patch.with_stack)
+                patch.loaders += 1
+            return original(loader)
+
+        self._original = original
+        DataLoader.__iter__ = __iter__  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        if self._original is not None:
+            from torch.utils.data import DataLoader
+
+            DataLoader.__iter__ = self._original  # type: ignore[method-assign]
+            self._original = None
+
+    def traces(self) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        return sorted(f for f in self.folder.iterdir() if f.name.endswith(".pt.trace.json"))
+
+
+__all__ = ["LOADER_FOLDER", "LoaderWorkerPatch", "profile_loader_workers"]

@@ -52,6 +52,7 @@ from typing import Any
 
 from opscope.capture.devices import QUERY_ERRORS, DeviceSpec, resolve_device
 from opscope.capture.distributed import World, agreed_run_dir, detect, process_groups
+from opscope.capture.loader_workers import LOADER_FOLDER, LoaderWorkerPatch
 from opscope.capture.program import Program, ProgramOutcome, load_program
 from opscope.capture.schedule import Schedule
 from opscope.capture.stepclaims import StepClaims
@@ -89,6 +90,8 @@ class RunnerOptions:
     on_demand: bool = False
     signals: bool = True
     command: tuple[str, ...] = ()
+    #: profile each DataLoader worker into the run folder's loader_traces/
+    loader_workers: bool = False
 
     def __post_init__(self) -> None:
         for name in ("delay_s", "duration_s"):
@@ -440,6 +443,49 @@ class _Driver:
 
     # -- the end -------------------------------------------------------------------------------
 
+    def place_loader_traces(self, patch: LoaderWorkerPatch) -> None:
+        """``--loader-workers``: the workers' traces copied into each run folder's
+        ``loader_traces/`` (where the report reads them), then their folder removed; a message
+        when there was nothing to record or nothing was written."""
+        import shutil
+
+        traces = patch.traces()
+        try:
+            if not patch.loaders:
+                self.messages.append(
+                    "--loader-workers: no DataLoader with num_workers > 0 was iterated: "
+                    "nothing to record (a loader with num_workers=0 loads in the main process, "
+                    "whose trace holds it)"
+                )
+                return
+            if not traces:
+                self.messages.append(
+                    "--loader-workers: the DataLoader workers wrote no trace by the program's "
+                    "end (a loader with persistent_workers=True writes its workers' traces "
+                    "when it is deleted: delete it before the program ends)"
+                )
+                return
+            for capture in self.captures:
+                # the folder the report reads (analysis.api.LOADER_FOLDER; capture imports
+                # nothing of the analysis).  A job's report reads none: each rank's go to a
+                # folder of their own, for that rank's trace (--loader-traces)
+                dest = capture.run_dir / LOADER_FOLDER
+                if self.multi and self.world is not None:
+                    dest = capture.run_dir / f"{LOADER_FOLDER}-rank{self.world.rank}"
+                dest.mkdir(parents=True, exist_ok=True)
+                for f in traces:
+                    shutil.copy2(f, dest / f.name)
+                where = (
+                    f"{dest} (a job's report does not read them: opscope report "
+                    f"{capture.run_dir}/traces/rank{self.world.rank}.json.gz --loader-traces "
+                    f"{dest})"
+                    if self.multi and self.world is not None
+                    else str(dest)
+                )
+                self.say(f"--loader-workers: {len(traces)} loader worker trace(s) in {where}")
+        finally:
+            shutil.rmtree(patch.folder, ignore_errors=True)
+
     def finish(self, outcome: ProgramOutcome) -> None:
         exc = outcome.exception
         if exc is None and outcome.exit_code != 0:
@@ -493,6 +539,20 @@ class _Driver:
                 self.messages.append(f"{capture.run_dir}: could not update run.json: {exc}")
 
 
+def _loader_patch(options: RunnerOptions) -> LoaderWorkerPatch | None:
+    """``--loader-workers``: the DataLoader patch, installed, its workers' traces written to a
+    folder of their own until the program ends (the run folders are made as windows open)."""
+    if not options.loader_workers:
+        return None
+    import tempfile
+
+    patch = LoaderWorkerPatch(
+        Path(tempfile.mkdtemp(prefix="opscope-loader-")), with_stack=options.with_stack
+    )
+    patch.install()
+    return patch
+
+
 def _span(steps: list[int]) -> str:
     """``3–5`` for a run of consecutive steps, else the list."""
     if len(steps) > 1 and steps == list(range(steps[0], steps[-1] + 1)):
@@ -514,6 +574,7 @@ def profile_program(program: Program, options: RunnerOptions, log: Log) -> Profi
         failed = ProgramOutcome(exit_code=1, exception=exc.with_traceback(None))
         return ProfileResult(1, failed, [], 0, None, [], driver.world, {})
     driver.markers.install(loaded)
+    loaders = _loader_patch(options)
     pid = os.getpid()
     driver.say(
         f"profiling {program.display()} (pid {pid}); to capture the next "
@@ -529,6 +590,10 @@ def profile_program(program: Program, options: RunnerOptions, log: Log) -> Profi
         driver.finish(outcome)
     finally:
         driver.markers.uninstall()
+        if loaders is not None:
+            loaders.uninstall()
+    if loaders is not None:
+        driver.place_loader_traces(loaders)
     return ProfileResult(
         exit_code=outcome.exit_code,
         outcome=outcome,

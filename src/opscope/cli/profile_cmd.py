@@ -33,6 +33,11 @@ Several ranks: run it under torchrun (torchrun --nproc-per-node 2 -m opscope pro
 train.py), or use --nproc N: every rank records the same steps into one run folder
 (traces/rank<N>.json.gz); rank 0 writes run.json.
 
+DataLoader workers: --loader-workers profiles each worker process of every DataLoader with
+num_workers > 0 (its whole life, CPU only) into the run folder's loader_traces/, which the
+report reads by itself: data_loading on the critical path is broken down by worker.  A loader
+with persistent_workers=True writes its workers' traces when it is deleted.
+
 If the program fails or is interrupted, what was recorded so far is still exported and the
 exit code is the program's (1 for an uncaught exception, 130 for Ctrl-C).
 
@@ -42,6 +47,7 @@ examples:
   opscope profile --step-fn infer.py:run_batch -- infer.py
   opscope profile --delay 600 --duration 5 --no-report -- long_job.py
   opscope profile --nproc 2 -- train_ddp.py
+  opscope profile --loader-workers -- train.py
   python -m opscope profile --device cuda:1 --memory -- train.py
 """
 
@@ -94,6 +100,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     what.add_argument("--with-stack", action="store_true", help="record Python stacks")
     what.add_argument("--memory", action="store_true", help="record memory (profile_memory)")
+    what.add_argument(
+        "--loader-workers",
+        action="store_true",
+        help="profile each DataLoader worker process too (num_workers > 0), into the run "
+        "folder's loader_traces/: the report breaks data_loading down by worker",
+    )
     what.add_argument(
         "--neuron-config",
         action="append",
@@ -373,6 +385,7 @@ def run(args: argparse.Namespace) -> int:
             duration_s=args.duration,
             on_demand=args.on_demand,
             command=tuple(sys.argv),
+            loader_workers=args.loader_workers,
         )
     except UsageError as exc:
         _say(f"opscope profile: error: {exc}")
