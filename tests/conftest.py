@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +54,21 @@ def compile_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 def shared() -> Callable[[str], Path]:
     """``shared("cuda/x.json.gz")``: the path of a shared trace, or skip with the reason."""
     return shared_trace
+
+
+@pytest.fixture
+def load_gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Holds every ``Workspace.open`` (the explorer's load of a whole trace) until the test
+    sets the event; set at the end in any case."""
+    from opscope.service import Workspace
+
+    go = threading.Event()
+    original = Workspace.open
+
+    def held(self: Workspace, *args: Any, **kwargs: Any) -> Any:
+        assert go.wait(120), "the test never let the load go"
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Workspace, "open", held)
+    yield go
+    go.set()

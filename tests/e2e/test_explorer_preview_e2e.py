@@ -6,7 +6,6 @@ console error, a page error or a JavaScript dialog."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +17,8 @@ NCCL = SHARED / "cuda" / "a100_nccl_rank0_of2.json.gz"
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    from opscope.service import Workspace
-
-    go = threading.Event()
-    original = Workspace.open
-
-    def held(self: Any, *args: Any, **kwargs: Any) -> Any:
-        assert go.wait(120), "the test never let the load go"
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(Workspace, "open", held)
-    yield go
-    go.set()
-
-
 def test_the_timeline_paints_the_head_then_the_whole_trace(
-    page: Any, gate: threading.Event, shot: Any
+    page: Any, load_gate: threading.Event, shot: Any
 ) -> None:
     if not NCCL.exists():
         pytest.skip(f"{NCCL} not present (../shared/traces is not part of a user's clone)")
@@ -61,7 +44,7 @@ def test_the_timeline_paints_the_head_then_the_whole_trace(
         shot(page, "preview-head")
         fetches = page.evaluate("() => window.__opscope.fetches")
 
-        gate.set()
+        load_gate.set()
         page.wait_for_selector("body[data-loaded='1']", timeout=60_000)
         page.wait_for_selector("body[data-ready='1']", timeout=60_000)
         assert page.get_attribute("body", "data-preview") is None

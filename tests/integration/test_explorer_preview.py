@@ -10,7 +10,6 @@ import gzip
 import http.client
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ import pytest
 
 from opscope.explorer.data import Session, wants_preview
 from opscope.explorer.server import ExplorerServer
-from opscope.service import Workspace
 from opscope.trace import load
 from opscope.trace.formats.kineto import load_head
 from opscope.trace.readers import ByteStream
@@ -76,21 +74,6 @@ def test_which_traces_get_a_preview(tmp_path: Path) -> None:
     assert not wants_preview(tmp_path / "missing.json", HEAD)
 
 
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """Holds every Workspace.open until set (the explorer's whole load)."""
-    opened = threading.Event()
-    original = Workspace.open
-
-    def held(self: Workspace, *args: Any, **kwargs: Any) -> Any:
-        assert opened.wait(60), "the test never let the load go"
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(Workspace, "open", held)
-    yield opened
-    opened.set()
-
-
 def _get(server: ExplorerServer, path: str) -> tuple[int, Any]:
     host, port = server.server_address[:2]
     conn = http.client.HTTPConnection(str(host), port, timeout=60)
@@ -104,7 +87,7 @@ def _get(server: ExplorerServer, path: str) -> tuple[int, Any]:
 
 
 def test_the_preview_is_served_before_the_whole_trace_then_the_whole_trace(
-    gate: threading.Event,
+    load_gate: threading.Event,
 ) -> None:
     full = load(_need(NCCL), cache=False)
     loaded: list[Session] = []
@@ -137,7 +120,7 @@ def test_the_preview_is_served_before_the_whole_trace_then_the_whole_trace(
         asker.start()
         asker.join(0.5)
         assert asker.is_alive() and not answers  # still waiting
-        gate.set()
+        load_gate.set()
         asker.join(60)
         assert answers and answers[0][0] == 200
         assert answers[0][1]["events"] == len(full) and "preview" not in answers[0][1]
@@ -154,13 +137,13 @@ def test_the_preview_is_served_before_the_whole_trace_then_the_whole_trace(
         server.stop()
 
 
-def test_a_failed_whole_load_is_told_not_hung(gate: threading.Event, tmp_path: Path) -> None:
+def test_a_failed_whole_load_is_told_not_hung(load_gate: threading.Event, tmp_path: Path) -> None:
     # a file whose head reads but whose whole load fails (here: it is gone by then)
     path = tmp_path / "big.json.gz"
     path.write_bytes(_need(NCCL).read_bytes())
     session = Session.open(path, preview_bytes=HEAD)
     path.unlink()
-    gate.set()
+    load_gate.set()
     assert session.wait_loaded(60)
     st = session.status()
     assert st["loaded"] is False and st["error"] and "big.json.gz" in st["error"]

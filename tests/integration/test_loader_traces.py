@@ -19,21 +19,31 @@ pytest.importorskip("torch")
 #: each item sleeps this long in the worker, inside record_function("decode")
 DECODE_S = 0.015
 
-SCRIPT = textwrap.dedent(
+#: the scripts' dataset: ``{items}`` items, each decoded (slept) in a worker
+IMAGES = textwrap.dedent(
     f"""
-    import sys, time
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function, schedule
-    from opscope.capture import profile_loader_workers
-
     class Images(torch.utils.data.Dataset):
         def __len__(self):
-            return 64
+            return {{items}}
         def __getitem__(self, i):
             with record_function("decode"):
                 time.sleep({DECODE_S})
             return torch.randn(64).sin()
+    """
+)
 
+SCRIPT = (
+    textwrap.dedent(
+        """
+    import sys, time
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+    from opscope.capture import profile_loader_workers
+    """
+    )
+    + IMAGES.replace("{items}", "64")
+    + textwrap.dedent(
+        """
     out = sys.argv[1]
     torch.set_num_threads(1)
     loader = torch.utils.data.DataLoader(Images(), batch_size=2, num_workers=2)
@@ -52,6 +62,7 @@ SCRIPT = textwrap.dedent(
                 break
     del loader  # the workers leave their loop and write their traces
     """
+    )
 )
 
 
@@ -176,22 +187,19 @@ def test_mcp_critical_path_shows_the_breakdown(run_dir: Path) -> None:
     run_apart(main, timeout_s=300)
 
 
-PROFILED = textwrap.dedent(
-    f"""
+PROFILED = (
+    textwrap.dedent(
+        """
     import time
     import torch
     from torch.profiler import record_function
-
-    class Images(torch.utils.data.Dataset):
-        def __len__(self):
-            return 24
-        def __getitem__(self, i):
-            with record_function("decode"):
-                time.sleep({DECODE_S})
-            return torch.randn(64).sin()
-
+    """
+    )
+    + IMAGES.replace("{items}", "24")
+    + textwrap.dedent(
+        """
     torch.set_num_threads(1)
-    workers = {{workers}}
+    workers = {workers}
     loader = torch.utils.data.DataLoader(Images(), batch_size=2, num_workers=workers)
     model = torch.nn.Linear(64, 64)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -200,6 +208,7 @@ PROFILED = textwrap.dedent(
         model(x).sum().backward()
         opt.step()
     """
+    )
 )
 
 

@@ -465,23 +465,22 @@ class _Driver:
                     "when it is deleted: delete it before the program ends)"
                 )
                 return
+            # the folder the report reads (analysis.api.LOADER_FOLDER; capture imports nothing
+            # of the analysis).  A job's report reads none: each rank's go to a folder of their
+            # own, for that rank's trace (--loader-traces)
+            rank = self.world.rank if self.multi and self.world is not None else None
+            folder = LOADER_FOLDER if rank is None else f"{LOADER_FOLDER}-rank{rank}"
             for capture in self.captures:
-                # the folder the report reads (analysis.api.LOADER_FOLDER; capture imports
-                # nothing of the analysis).  A job's report reads none: each rank's go to a
-                # folder of their own, for that rank's trace (--loader-traces)
-                dest = capture.run_dir / LOADER_FOLDER
-                if self.multi and self.world is not None:
-                    dest = capture.run_dir / f"{LOADER_FOLDER}-rank{self.world.rank}"
+                dest = capture.run_dir / folder
                 dest.mkdir(parents=True, exist_ok=True)
                 for f in traces:
                     shutil.copy2(f, dest / f.name)
-                where = (
-                    f"{dest} (a job's report does not read them: opscope report "
-                    f"{capture.run_dir}/traces/rank{self.world.rank}.json.gz --loader-traces "
-                    f"{dest})"
-                    if self.multi and self.world is not None
-                    else str(dest)
-                )
+                where = str(dest)
+                if rank is not None:
+                    where += (
+                        f" (a job's report does not read them: opscope report "
+                        f"{capture.run_dir}/traces/rank{rank}.json.gz --loader-traces {dest})"
+                    )
                 self.say(f"--loader-workers: {len(traces)} loader worker trace(s) in {where}")
         finally:
             shutil.rmtree(patch.folder, ignore_errors=True)

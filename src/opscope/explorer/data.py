@@ -103,19 +103,15 @@ def wants_preview(path: Path, preview_bytes: int) -> bool:
         return False
     from opscope.trace import formats
     from opscope.trace.formats import kineto
+    from opscope.trace.readers import is_gzip
 
     try:
         if formats.detect(path).name != kineto.NAME:
             return False
-        size = path.stat().st_size * (GZIP_GUESS if _gzipped(path) else 1)
+        size = path.stat().st_size * (GZIP_GUESS if is_gzip(path) else 1)
     except (OSError, OpscopeError):
         return False  # the whole load says what is wrong with it
     return size > 2 * preview_bytes
-
-
-def _gzipped(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return fh.read(2) == b"\x1f\x8b"
 
 
 class Preview:
@@ -212,11 +208,12 @@ class Session:
         decompressed bytes at once (their events indexed as the ``preview`` side) while the
         whole file loads, is indexed and analysed in a thread."""
         from opscope.trace.formats.kineto import load_head
+        from opscope.trace.readers import is_gzip
 
         p = Path(path)
         head = load_head(p, preview_bytes)  # a file that cannot be read fails here, at once
         session = cls(None)
-        session.preview = Preview(head, preview_bytes, p.stat().st_size, _gzipped(p))
+        session.preview = Preview(head, preview_bytes, p.stat().st_size, is_gzip(p))
         opened = session.workspace.add(head, path=str(p), handle="preview", make_default=False)
         _ = opened.index
 

@@ -146,7 +146,8 @@ class ByteStream:
     """Iterate the decompressed bytes of one trace file in blocks.
 
     After iteration: ``total`` is the number of decompressed bytes yielded and ``cut`` is
-    ``None`` or a short reason why the data ended early (truncated or corrupt gzip).
+    ``None`` or a short reason why the data ended early (truncated or corrupt gzip, or
+    ``stop_after`` reached: then ``stopped`` is true).
     """
 
     def __init__(
@@ -162,6 +163,7 @@ class ByteStream:
         self.block = block
         #: read the first this many decompressed bytes only (a preview): ``cut`` says so
         self.stop_after = stop_after
+        self.stopped = False
         self.total = 0
         self.cut: str | None = None
         self.gzip = False
@@ -185,6 +187,7 @@ class ByteStream:
                     if room:
                         yield block[:room]
                     self.total = self.stop_after
+                    self.stopped = True
                     self.cut = f"read to its first {self.stop_after} bytes only (a preview)"
                     return
                 sent += len(block)
@@ -294,21 +297,19 @@ def head(path: Path, size: int) -> tuple[bytes, bool]:
     got = memo.get((path, size)) if memo is not None else None
     if got is not None:
         return got
-    out = bytearray()
-    got = None
-    # ByteStream iterates as a generator: closing it closes the file at once
-    stream = cast("Generator[bytes, None, None]", iter(ByteStream(path, block=size)))
-    with contextlib.closing(stream) as blocks:
-        for block in blocks:
-            out += block
-            if len(out) > size:
-                got = bytes(out[:size]), False
-                break
-    if got is None:
-        got = bytes(out), True
+    stream = ByteStream(path, block=size, stop_after=size)
+    data = b"".join(stream)
+    got = data, not stream.stopped
     if memo is not None:
         memo[(path, size)] = got
     return got
+
+
+def is_gzip(path: Path) -> bool:
+    """Whether the file is gzip data (by its magic bytes, whatever its name)."""
+    fh, first = _open(path)
+    with fh:
+        return first == _GZIP_MAGIC
 
 
 def read_bytes(path: Path, max_bytes: int | None = None) -> bytes:

@@ -1329,13 +1329,12 @@ async function main() {
   // timeline paints while the server is still analysing
   const reportP = src.report();
   const initial = location.hash ? location.hash.slice(1) : "summary";
-  let lanes = null;
   if (src.mode === "server") {
     // a large trace: its head is on the timeline while the whole of it loads
     const st = await src.get("status");
     if (st && st.preview && !st.loaded) src.preview = true;
   }
-  lanes = await src.lanes();
+  const lanes = await src.lanes();
   if (lanes && src.preview) previewUntilLoaded(lanes.preview || {});
   if (lanes) {
     timeline.setLanes(lanes);
