@@ -79,6 +79,34 @@ def test_native_and_python_agree_on_a_large_dag_with_ties() -> None:
 
 
 @pytest.mark.parametrize("native", [True, False])
+def test_keep_searches_the_kept_edges_as_if_alone(native: bool) -> None:
+    """``keep`` gives what the kept edges alone give (pred then named in the whole arrays),
+    ties included: the subset's Kahn order, not the whole graph's."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        n = int(rng.integers(2, 300))
+        m = int(rng.integers(1, 900))
+        a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+        ok = a != b
+        src, dst = np.minimum(a, b)[ok], np.maximum(a, b)[ok]
+        w = rng.integers(0, 3, len(src))  # few values: many ties
+        keep = rng.random(len(src)) < 0.6
+        sub = np.flatnonzero(keep)
+        d_sub, p_sub = longest_paths(src[sub], dst[sub], w[sub], n, native=False)
+        want = np.where(p_sub >= 0, sub[np.maximum(p_sub, 0)] if len(sub) else -1, -1)
+        dist, pred = longest_paths(src, dst, w, n, keep=keep, native=native)
+        assert dist.tolist() == d_sub.tolist()
+        assert pred.tolist() == want.tolist()
+    # a cycle among dropped edges is no cycle
+    src, dst, w = np.array([0, 1, 1]), np.array([1, 0, 2]), np.array([4, 1, 2])
+    dist, pred = longest_paths(src, dst, w, 3, keep=np.array([True, False, True]), native=native)
+    assert dist.tolist() == [0, 4, 6]
+    assert pred.tolist() == [-1, 0, 2]
+    with pytest.raises(ValueError, match="one value per edge"):
+        longest_paths(src, dst, w, 3, keep=np.array([True]), native=native)
+
+
+@pytest.mark.parametrize("native", [True, False])
 def test_a_cycle_is_refused(native: bool) -> None:
     with pytest.raises(CycleError):
         longest_paths(np.array([0, 1]), np.array([1, 0]), np.array([1, 1]), 2, native=native)

@@ -1,15 +1,19 @@
 /* Longest path in a weighted DAG, in time linear in its nodes and edges.
 
-   longest(src, dst, weight, dist, pred) -> int
+   longest(src, dst, weight, dist, pred[, keep]) -> int
 
    src, dst, weight: int64 buffers of one length E (edge e goes src[e] -> dst[e], weight[e] >= 0
-   expected but not required); dist, pred: writable int64 buffers of length N (the node count).
+   expected but not required); dist, pred: writable int64 buffers of length N (the node count);
+   keep (optional, None or one byte per edge): only the edges whose byte is not zero take part,
+   as if the others were not there (pred names edges by their index in the whole buffers).
    On return dist[v] is the length of the longest path ending at v (a path may start at any
    node, so dist >= 0) and pred[v] the edge that path arrives by (-1: the path starts at v).
    Nodes are taken in a topological order (Kahn's algorithm, first in first out, seeded in
    node order); of two equally long paths the first found is kept.  Returns the number of
    nodes reached in that order: N when the graph is acyclic, fewer when a cycle holds the rest
-   (their dist/pred are then only what their processed predecessors gave). */
+   (their dist/pred are then only what their processed predecessors gave).  The search's
+   scratch (an edge order, and per node its first edge, in-degree and queue slot) is of 32-bit
+   integers when N and E allow it: half the memory of 64-bit ones. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -57,18 +61,91 @@ static inline void relax(int64_t u, const int64_t *first, const int64_t *order,
     }
 }
 
+/* The search, for one width of scratch integers (IDX): edges grouped by source (a stable
+   counting sort), then Kahn's order from the nodes with no in-edge, each node's out-edges
+   relaxed in turn (a head whose in-edges are all seen joins the queue; of two equally long
+   paths the first found is kept).  Returns the nodes reached, or -1 when out of memory. */
+#define LONGEST_SEARCH(NAME, IDX)                                                              \
+    static Py_ssize_t NAME(Py_ssize_t E, Py_ssize_t N, const int64_t *src, const int64_t *dst, \
+                           const int64_t *w, const uint8_t *keep, int64_t *dist,               \
+                           int64_t *pred) {                                                    \
+        IDX *order = scratch(sizeof(IDX) * (size_t)E, 0);                                      \
+        IDX *start = scratch(sizeof(IDX) * ((size_t)N + 1), 1);                                \
+        IDX *indeg = scratch(sizeof(IDX) * ((size_t)N + 1), 1);                                \
+        IDX *queue = scratch(sizeof(IDX) * (size_t)N, 0);                                      \
+        Py_ssize_t reached = -1;                                                               \
+        if (!order || !start || !indeg || !queue) goto out;                                    \
+        reached = 0;                                                                           \
+        for (Py_ssize_t e = 0; e < E; e++) {                                                   \
+            if (keep && !keep[e]) continue;                                                    \
+            start[src[e] + 1]++;                                                               \
+            indeg[dst[e]]++;                                                                   \
+        }                                                                                      \
+        for (Py_ssize_t v = 0; v < N; v++) start[v + 1] += start[v];                           \
+        /* each edge to its source's next slot (start[v] then ends where v + 1 begins), then   \
+           the starts moved back one place: no second array of N for the cursors */            \
+        for (Py_ssize_t e = 0; e < E; e++) {                                                   \
+            if (keep && !keep[e]) continue;                                                    \
+            order[start[src[e]]++] = (IDX)e;                                                   \
+        }                                                                                      \
+        memmove(start + 1, start, sizeof(IDX) * (size_t)N);                                    \
+        start[0] = 0;                                                                          \
+        for (Py_ssize_t v = 0; v < N; v++) {                                                   \
+            dist[v] = 0;                                                                       \
+            pred[v] = -1;                                                                      \
+        }                                                                                      \
+        Py_ssize_t head = 0, tail = 0;                                                         \
+        for (Py_ssize_t v = 0; v < N; v++)                                                     \
+            if (indeg[v] == 0) queue[tail++] = (IDX)v;                                         \
+        while (head < tail) {                                                                  \
+            IDX u = queue[head++];                                                             \
+            reached++;                                                                         \
+            int64_t du = dist[u];                                                              \
+            for (IDX k = start[u]; k < start[u + 1]; k++) {                                    \
+                IDX e = order[k];                                                              \
+                int64_t v = dst[e];                                                            \
+                int64_t cand = du + w[e];                                                      \
+                if (cand > dist[v]) {                                                          \
+                    dist[v] = cand;                                                            \
+                    pred[v] = e;                                                               \
+                }                                                                              \
+                if (--indeg[v] == 0) queue[tail++] = (IDX)v;                                   \
+            }                                                                                  \
+        }                                                                                      \
+    out:                                                                                       \
+        free(order);                                                                           \
+        free(start);                                                                           \
+        free(indeg);                                                                           \
+        free(queue);                                                                           \
+        return reached;                                                                        \
+    }
+
+LONGEST_SEARCH(search32, int32_t)
+LONGEST_SEARCH(search64, int64_t)
+
 static PyObject *longest(PyObject *self, PyObject *args) {
-    Py_buffer sb, db, wb, distb, predb;
-    if (!PyArg_ParseTuple(args, "y*y*y*w*w*", &sb, &db, &wb, &distb, &predb)) return NULL;
+    Py_buffer sb, db, wb, distb, predb, kb = {0};
+    PyObject *keep_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*|O", &sb, &db, &wb, &distb, &predb, &keep_obj))
+        return NULL;
     PyObject *result = NULL;
+    int have_keep = 0;
     Py_ssize_t E = sb.len / 8, N = distb.len / 8;
-    int64_t *order = NULL, *start = NULL, *indeg = NULL, *queue = NULL;
+    if (keep_obj != Py_None) {
+        if (PyObject_GetBuffer(keep_obj, &kb, PyBUF_SIMPLE) < 0) goto done;
+        have_keep = 1;
+        if (kb.len != E) {
+            PyErr_SetString(PyExc_ValueError, "longest: keep must hold one byte per edge");
+            goto done;
+        }
+    }
     if (db.len != sb.len || wb.len != sb.len || predb.len != distb.len) {
         PyErr_SetString(PyExc_ValueError, "longest: buffers of unequal lengths");
         goto done;
     }
     const int64_t *src = (const int64_t *)sb.buf, *dst = (const int64_t *)db.buf;
     const int64_t *w = (const int64_t *)wb.buf;
+    const uint8_t *keep = have_keep ? (const uint8_t *)kb.buf : NULL;
     int64_t *dist = (int64_t *)distb.buf, *pred = (int64_t *)predb.buf;
     for (Py_ssize_t e = 0; e < E; e++) {
         if (src[e] < 0 || src[e] >= N || dst[e] < 0 || dst[e] >= N) {
@@ -76,46 +153,18 @@ static PyObject *longest(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    order = scratch(sizeof(int64_t) * (size_t)E, 0);
-    start = scratch(sizeof(int64_t) * ((size_t)N + 1), 1);
-    indeg = scratch(sizeof(int64_t) * ((size_t)N + 1), 1);
-    queue = scratch(sizeof(int64_t) * (size_t)N, 0);
-    if (!order || !start || !indeg || !queue) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t reached = 0;
+    Py_ssize_t reached;
+    int narrow = E < INT32_MAX && N < INT32_MAX;
     Py_BEGIN_ALLOW_THREADS
-    /* edges grouped by source, stable (counting sort) */
-    for (Py_ssize_t e = 0; e < E; e++) {
-        start[src[e] + 1]++;
-        indeg[dst[e]]++;
-    }
-    for (Py_ssize_t v = 0; v < N; v++) start[v + 1] += start[v];
-    /* each edge to its source's next slot (start[v] then ends where v + 1 begins), then the
-       starts moved back one place: no second array of N for the cursors */
-    for (Py_ssize_t e = 0; e < E; e++) order[start[src[e]]++] = e;
-    memmove(start + 1, start, sizeof(int64_t) * (size_t)N);
-    start[0] = 0;
-    for (Py_ssize_t v = 0; v < N; v++) {
-        dist[v] = 0;
-        pred[v] = -1;
-    }
-    Py_ssize_t head = 0, tail = 0;
-    for (Py_ssize_t v = 0; v < N; v++)
-        if (indeg[v] == 0) queue[tail++] = v;
-    while (head < tail) {
-        int64_t u = queue[head++];
-        reached++;
-        relax(u, start, order, dst, w, dist, pred, indeg, queue, &tail);
-    }
+    reached = narrow ? search32(E, N, src, dst, w, keep, dist, pred)
+                     : search64(E, N, src, dst, w, keep, dist, pred);
     Py_END_ALLOW_THREADS
-    result = PyLong_FromSsize_t(reached);
+    if (reached < 0)
+        PyErr_NoMemory();
+    else
+        result = PyLong_FromSsize_t(reached);
 done:
-    free(order);
-    free(start);
-    free(indeg);
-    free(queue);
+    if (have_keep) PyBuffer_Release(&kb);
     PyBuffer_Release(&sb);
     PyBuffer_Release(&db);
     PyBuffer_Release(&wb);
@@ -474,7 +523,7 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(pred, src, ends, out, counts) -> edges written: the longest paths ending at ends"},
     {"longest", longest, METH_VARARGS,
-     "longest(src, dst, weight, dist, pred) -> nodes reached: longest paths in a DAG"},
+     "longest(src, dst, weight, dist, pred[, keep]) -> nodes reached: longest paths in a DAG"},
     {NULL, NULL, 0, NULL},
 };
 

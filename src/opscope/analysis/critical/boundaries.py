@@ -33,38 +33,60 @@ def step_bounds(idx: EventIndex) -> np.ndarray:
     return out.astype(np.int64)
 
 
+#: edges examined at a time when looking for those that cross a boundary (bounds the
+#: temporaries: four int64 values an edge)
+_CHUNK = 1 << 20
+
+
+def _crossing(graph: Graph, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges that cross a bound and are cut (ascending), with the first bound after
+    each one's start (``lo``) and the first at or after its end (``hi``)."""
+    t = graph.time
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for a in range(0, graph.n_edges, _CHUNK):
+        src, dst = graph.src[a : a + _CHUNK], graph.dst[a : a + _CHUNK]
+        ts, td = t[src], t[dst]
+        lo = np.searchsorted(bounds, ts, side="right")  # first bound after the edge's start
+        hi = np.searchsorted(bounds, td, side="left")  # first bound at or after its end
+        # an edge that weighs more than its span (clocks of host and device a little apart)
+        # is left whole: its weight cannot be placed in time
+        hit = np.flatnonzero((hi > lo) & (graph.weight[a : a + _CHUNK] <= td - ts))
+        found.append((hit + a, lo[hit], hi[hit]))
+    crossing, lo, hi = (np.concatenate([f[i] for f in found]) for i in range(3))
+    return crossing, lo, hi
+
+
 def cut_at_steps(graph: Graph, bounds: np.ndarray) -> Graph:
-    """``graph`` with every edge that crosses one of ``bounds`` (times, sorted) cut there."""
+    """``graph`` with every edge that crosses one of ``bounds`` (times, sorted) cut there.
+    The graph is cut in place (its arrays are replaced one by one, so that the old and the
+    new graph are never held whole at once) and returned."""
     if not len(bounds) or not graph.n_edges:
         return graph
-    t = graph.time
-    ts, td = t[graph.src], t[graph.dst]
-    lo = np.searchsorted(bounds, ts, side="right")  # first bound after the edge's start
-    hi = np.searchsorted(bounds, td, side="left")  # first bound at or after its end
-    # an edge that weighs more than its span (clocks of host and device a little apart) is
-    # left whole: its weight cannot be placed in time
-    crossing = np.flatnonzero((hi > lo) & (graph.weight <= td - ts))
+    crossing, lo, hi = _crossing(graph, bounds)
     if not len(crossing):
         return graph
-    n_cut = (hi - lo)[crossing]
+    t = graph.time
+    n_cut = hi - lo
     total = int(n_cut.sum())
     # one row per (edge, bound crossed), in edge order then time
     e = np.repeat(crossing, n_cut)
     first = np.repeat(np.cumsum(n_cut) - n_cut, n_cut)
-    p = bounds[lo[e] + (np.arange(total) - first)]
+    p = bounds[np.repeat(lo, n_cut) + (np.arange(total) - first)]
+    del first, lo, hi
     n0 = graph.n_nodes
     a = n0 + 2 * np.arange(total)  # the end-like node at each cut
     b = a + 1  # the start-like node
     # the pieces of each crossing edge: src -> a1, b1 -> a2, ..., bk -> dst
     is_first = np.r_[True, e[1:] != e[:-1]]
     is_last = np.r_[e[1:] != e[:-1], True]
+    ts, td = t[graph.src[e]], t[graph.dst[e]]
     piece_src = np.where(is_first, graph.src[e], np.roll(b, 1))
-    piece_t0 = np.where(is_first, ts[e], np.roll(p, 1))
+    piece_t0 = np.where(is_first, ts, np.roll(p, 1))
     w = graph.weight[e]
     # the weight is the last part of the edge's span: the time of each piece in it
-    tail_from = td[e] - w  # where the weighted part begins
+    tail_from = td - w  # where the weighted part begins
     piece_w = np.maximum(0, p - np.maximum(piece_t0, tail_from))
-    last_w = np.maximum(0, td[e] - np.maximum(p, tail_from))
+    last_w = np.maximum(0, td - np.maximum(p, tail_from))
     src = np.concatenate([piece_src, a, b[is_last]])
     dst = np.concatenate([a, b, graph.dst[e[is_last]]])
     weight = np.concatenate([piece_w, np.zeros(total, np.int64), last_w[is_last]])
@@ -81,20 +103,31 @@ def cut_at_steps(graph: Graph, bounds: np.ndarray) -> Graph:
     zero = np.zeros(2 * total + int(is_last.sum()), dtype=bool)
     zero[total : 2 * total] = True  # the a -> b edges weigh nothing and carry no label
     label = np.where(zero, -1, graph.label[e3]).astype(graph.label.dtype)
-    return Graph(
-        time=np.concatenate([t, np.repeat(p, 2)]).astype(np.int64),
-        row=np.concatenate([graph.row, nodes_row]).astype(np.int64),
-        role=np.concatenate([graph.role, role]).astype(graph.role.dtype),
-        src=np.concatenate([graph.src[keep], src]).astype(np.int64),
-        dst=np.concatenate([graph.dst[keep], dst]).astype(np.int64),
-        weight=np.concatenate([graph.weight[keep], weight]).astype(np.int64),
-        label=np.concatenate([graph.label[keep], label]).astype(graph.label.dtype),
-        edge_row=np.concatenate([graph.edge_row[keep], graph.edge_row[e3]]).astype(np.int64),
-        kind=np.concatenate([graph.kind[keep], graph.kind[e3]]).astype(graph.kind.dtype),
-        rank=graph.rank,
-        notes=list(graph.notes),
-        tie=None if graph.tie is None else np.concatenate([graph.tie[keep], graph.tie[e3]]),
-    )
+    # each old array is let go as its new one is made
+    graph.time = np.concatenate([t, np.repeat(p, 2)]).astype(np.int64, copy=False)
+    del t
+    graph.row = np.concatenate([graph.row, nodes_row]).astype(np.int64, copy=False)
+    graph.role = np.concatenate([graph.role, role]).astype(graph.role.dtype, copy=False)
+    graph.src = _joined(graph.src, keep, src)
+    graph.dst = _joined(graph.dst, keep, dst)
+    graph.weight = _joined(graph.weight, keep, weight)
+    graph.label = _joined(graph.label, keep, label)
+    graph.edge_row = _joined(graph.edge_row, keep, graph.edge_row[e3])
+    graph.kind = _joined(graph.kind, keep, graph.kind[e3])
+    if graph.tie is not None:
+        graph.tie = _joined(graph.tie, keep, graph.tie[e3])
+    graph.longest = None
+    graph._factor = None
+    return graph
+
+
+def _joined(old: np.ndarray, keep: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """``old[keep]`` followed by ``new``, in ``old``'s dtype, in one array made once."""
+    kept = int(keep.sum())
+    out = np.empty(kept + len(new), dtype=old.dtype)
+    np.compress(keep, old, out=out[:kept])
+    out[kept:] = new
+    return out
 
 
 __all__ = ["cut_at_steps", "step_bounds"]

@@ -109,15 +109,17 @@ def fix_weights(
         sel = _selected(idx, graph, part)
         if part.labels is not None:
             sel &= np.isin(graph.label, [LABELS.index(x) for x in part.labels])
-        w = np.where(sel, w * part.factor, w)
+        w[sel] *= part.factor  # in place: w is this call's own copy
         if part.unblock and part.rows is not None:
             cut = _waits_of(idx, graph, part.rows)
             if cut.any():
                 keep = ~cut if keep is None else keep & ~cut
-    return np.rint(w).astype(np.int64), keep
+    return np.rint(w, out=w).astype(np.int64), keep
 
 
 _SPAN_KINDS = (SPAN, SPLIT)
+#: edges taken at a time by the passes over a range fix's edges
+_BLOCK = 1 << 18
 
 
 def _selected(idx: EventIndex, graph: Graph, part: FixPart) -> np.ndarray:
@@ -166,9 +168,6 @@ def _scale_ranges(
     r = np.asarray(sorted(ranges), dtype=np.int64)
     lo, hi = r[:, 0], r[:, 1]
     host = np.isin(graph.label, np.asarray(labels, dtype=np.int64)) & (w > 0)
-    e = np.flatnonzero(host)
-    t1 = graph.time[graph.dst[e]].astype(np.int64)
-    t0 = t1 - w[e].astype(np.int64)
     # overlap with the union of the ranges, by prefix sums over the merged ranges
     merged_lo, merged_hi = _merge(lo, hi)
     cum = np.concatenate([[0], np.cumsum(merged_hi - merged_lo)])
@@ -181,11 +180,15 @@ def _scale_ranges(
         got: np.ndarray = np.where(k > 0, cum[prev] + inside, 0)
         return got
 
-    overlap = covered(t1) - covered(t0)
-    out = w.copy()
-    out[e] = w[e] - (1.0 - factor) * overlap
-    scaled: np.ndarray = np.maximum(out, 0)
-    return scaled
+    # a block of edges at a time (the temporaries stay small); w is fix_weights' own copy,
+    # changed in place
+    for a in range(0, len(w), _BLOCK):
+        e = a + np.flatnonzero(host[a : a + _BLOCK])
+        t1 = graph.time[graph.dst[e]].astype(np.int64)
+        t0 = t1 - w[e].astype(np.int64)
+        overlap = covered(t1) - covered(t0)
+        w[e] = np.maximum(w[e] - (1.0 - factor) * overlap, 0)
+    return w
 
 
 def _merge(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -81,7 +81,6 @@ from opscope.analysis.critical.model import (
     Build,
     Edges,
     Graph,
-    effective,
     under,
 )
 from opscope.analysis.opsets import is_data_loading
@@ -177,6 +176,9 @@ def build(
             mwait,
             mrows,
         )
+    # the row-sized working arrays go before the cut, the graph's peak
+    del b, edges, start_node, end_node, host, container, work, sel, awaited_end, resume_after
+    del blocking, data, unexplained, host_comm
     graph = Graph(
         time=node_time,
         row=node_row,
@@ -200,7 +202,7 @@ def acyclic(graph: Graph) -> Graph:
     from opscope.analysis.critical.longest import CycleError, longest_paths
 
     try:
-        eff = effective(graph.weight, graph.label, graph.tie)
+        eff = graph.effective(graph.weight)
         dist, pred = longest_paths(graph.src, graph.dst, eff, graph.n_nodes)
         graph.longest = (graph.src, graph.dst, graph.weight, dist, pred)
         return graph

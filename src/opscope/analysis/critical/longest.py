@@ -59,22 +59,39 @@ def _python(src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> tuple[li
 
 
 def longest_paths(
-    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, n: int, *, native: bool = True
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    n: int,
+    *,
+    keep: np.ndarray | None = None,
+    native: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(dist, pred)`` over ``n`` nodes and the edges ``src[e] -> dst[e]`` of ``weight[e]``;
-    raises :class:`CycleError` when the edges hold a cycle, ValueError when one names a node
-    outside ``0..n-1``.  ``native=False`` forces the Python implementation (for tests)."""
+    """``(dist, pred)`` over ``n`` nodes and the edges ``src[e] -> dst[e]`` of ``weight[e]``
+    (only those where ``keep`` is True, when given: as if the others were not there; ``pred``
+    names edges by their index in the whole arrays); raises :class:`CycleError` when the edges
+    hold a cycle, ValueError when one names a node outside ``0..n-1``.  ``native=False``
+    forces the Python implementation (for tests)."""
     src = np.ascontiguousarray(src, dtype=np.int64)
     dst = np.ascontiguousarray(dst, dtype=np.int64)
     weight = np.ascontiguousarray(weight, dtype=np.int64)
     if not (len(src) == len(dst) == len(weight)):
         raise ValueError("src, dst and weight must have one length")
+    if keep is not None:
+        keep = np.ascontiguousarray(keep, dtype=bool)
+        if len(keep) != len(src):
+            raise ValueError("keep must have one value per edge")
     if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
         raise ValueError("an edge names a node outside the graph")
     if native and _native is not None:
         dist = np.empty(n, dtype=np.int64)
         pred = np.empty(n, dtype=np.int64)
-        reached = _native.longest(src, dst, weight, dist, pred)
+        reached = _native.longest(src, dst, weight, dist, pred, keep)
+    elif keep is not None:
+        sub = np.flatnonzero(keep)
+        d, p, r = _python(src[sub], dst[sub], weight[sub], n)
+        dist, p_sub, reached = np.asarray(d, dtype=np.int64), np.asarray(p, dtype=np.int64), r[0]
+        pred = np.where(p_sub >= 0, sub[np.maximum(p_sub, 0)] if len(sub) else -1, -1)
     else:
         d, p, r = _python(src, dst, weight, n)
         dist, pred, reached = np.asarray(d, dtype=np.int64), np.asarray(p, dtype=np.int64), r[0]

@@ -160,6 +160,21 @@ class Graph:
     #: first solve with the graph's own weights takes it)
     longest: tuple[np.ndarray, ...] | None = field(default=None, compare=False, repr=False)
 
+    #: each edge's tie factor (:data:`TIE_FACTOR` of its class), made once: every search over
+    #: the graph's edges, with its own or other weights, multiplies by it (:meth:`effective`)
+    _factor: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def effective(self, weight: np.ndarray) -> np.ndarray:
+        """``weight`` (one per edge) as the longest path is searched with it: times each
+        edge's tie factor (:func:`effective`, with the factors kept from one call to the
+        next)."""
+        f = self._factor
+        if f is None or len(f) != len(self.label):
+            f = TIE_FACTOR[tie_classes(self.label, self.tie)].astype(np.int16)
+            self._factor = f
+        out: np.ndarray = np.multiply(np.asarray(weight, dtype=np.int64), f, dtype=np.int64)
+        return out
+
     def solved(self, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(dist, pred)`` over this graph's edges with ``weight``, when already known."""
         got = self.longest
@@ -177,10 +192,12 @@ class Graph:
 
 
 class Edges:
-    """Edge arrays gathered piece by piece."""
+    """Edge arrays gathered piece by piece, kept per column (see :meth:`arrays`)."""
+
+    _DTYPES = (np.int64, np.int64, np.int64, np.int8, np.int64, np.int8, np.int8)
 
     def __init__(self) -> None:
-        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.columns: list[list[np.ndarray]] = [[] for _ in self._DTYPES]
 
     def add(
         self,
@@ -206,24 +223,18 @@ class Edges:
         w = full(weight)
         if w.min() < 0:
             w = np.maximum(w, 0)
-        self.parts.append(
-            (
-                src.astype(np.int64, copy=False),
-                dst.astype(np.int64, copy=False),
-                w,
-                full(label, np.int8),  # small codes: less memory to move
-                full(row),
-                full(kind, np.int8),
-                full(tie, np.int8),
-            )
-        )
+        got = (src, dst, w, label, row, kind, tie)
+        for column, value, dtype in zip(self.columns, got, self._DTYPES, strict=True):
+            column.append(full(value, dtype))  # small codes as int8: less memory to move
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """src, dst, weight, label, row, kind, tie."""
-        if not self.parts:
-            kinds = (np.int64, np.int64, np.int64, np.int8, np.int64, np.int8, np.int8)
-            return tuple(np.zeros(0, dtype=k) for k in kinds)
-        return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(7))
+        """src, dst, weight, label, row, kind, tie; the pieces are let go as each column is
+        joined (the edges are held once, not twice, at the graph's peak)."""
+        out = []
+        for column, dtype in zip(self.columns, self._DTYPES, strict=True):
+            out.append(np.concatenate(column) if column else np.zeros(0, dtype=dtype))
+            column.clear()
+        return tuple(out)
 
 
 @dataclass

@@ -23,8 +23,8 @@ import orjson
 
 from opscope.analysis.critical.graph import LABELS, Graph
 from opscope.analysis.critical.longest import longest_paths, paths_to
-from opscope.analysis.critical.model import UNTRACED, effective
-from opscope.trace.arrays import unique_ints, unique_inverse
+from opscope.analysis.critical.model import UNTRACED
+from opscope.trace.arrays import unique_ints
 
 _pieces: ModuleType | None
 try:
@@ -35,6 +35,9 @@ except ImportError:  # built without a C compiler: the dicts, through orjson
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
 
+#: edges taken at a time by the per-edge passes that would otherwise make temporaries of the
+#: whole graph
+_BLOCK = 1 << 20
 #: segments per piece of :meth:`Segments.json_chunks` (about 8 MB of JSON)
 JSON_CHUNK = 65_536
 
@@ -76,9 +79,7 @@ def longest_edges(
     elif keep is None:
         dist, pred = longest_paths(src, dst, weight, n)
     else:
-        sub = np.flatnonzero(keep)
-        dist, pred = longest_paths(src[sub], dst[sub], weight[sub], n)
-        pred = np.where(pred >= 0, sub[np.maximum(pred, 0)] if len(sub) else -1, -1)
+        dist, pred = longest_paths(src, dst, weight, n, keep=keep)
     if n == 0:
         return np.zeros(0, dtype=np.int64), 0
     end = int(np.argmax(dist))
@@ -90,10 +91,9 @@ def longest_per_step(
 ) -> dict[int, tuple[np.ndarray, int]]:
     """Each step's longest path, ``{step: (edges, length)}``, over the edges whose two ends
     lie in that step (``node_step``: the step of each node, -1 none)."""
-    s_src, s_dst = node_step[src], node_step[dst]
-    sub = np.flatnonzero((s_src == s_dst) & (s_src >= 0))
-    dist, pred_sub = longest_paths(src[sub], dst[sub], weight[sub], len(node_step))
-    pred = np.where(pred_sub >= 0, sub[np.maximum(pred_sub, 0)] if len(sub) else -1, -1)
+    dist, pred = longest_paths(
+        src, dst, weight, len(node_step), keep=_in_one_step(src, dst, node_step)
+    )
     ends, steps = _step_ends(dist, node_step)
     if not len(steps):
         return {}
@@ -104,20 +104,36 @@ def longest_per_step(
     }
 
 
+def _in_one_step(src: np.ndarray, dst: np.ndarray, node_step: np.ndarray) -> np.ndarray:
+    """Per edge, whether its two ends lie in one step (a block at a time: no per-edge int64
+    temporaries of the whole graph)."""
+    keep = np.empty(len(src), dtype=bool)
+    for a in range(0, len(src), _BLOCK):
+        s_src = node_step[src[a : a + _BLOCK]]
+        keep[a : a + _BLOCK] = (s_src == node_step[dst[a : a + _BLOCK]]) & (s_src >= 0)
+    return keep
+
+
 def _step_ends(dist: np.ndarray, node_step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per step (sorted), its node of largest ``dist``, the first such node on a tie: where
     ``np.lexsort((-dist, node_step))`` puts each step's first node, by one maximum and one
-    minimum per step instead of a sort of every node."""
-    rows = np.flatnonzero(node_step >= 0)
-    if not len(rows):
+    minimum per step instead of a sort of every node (a block of nodes at a time)."""
+    steps = unique_ints(node_step[node_step >= 0])
+    if not len(steps):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    steps, code = unique_inverse(node_step[rows])
-    d = dist[rows]
     best = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(best, code, d)
-    top = d == best[code]
     first = np.full(len(steps), len(node_step), dtype=np.int64)
-    np.minimum.at(first, code[top], rows[top])
+    blocks = range(0, len(node_step), _BLOCK)
+    for a in blocks:
+        ns = node_step[a : a + _BLOCK]
+        at = np.flatnonzero(ns >= 0)
+        np.maximum.at(best, np.searchsorted(steps, ns[at]), dist[a : a + _BLOCK][at])
+    for a in blocks:
+        ns = node_step[a : a + _BLOCK]
+        at = np.flatnonzero(ns >= 0)
+        code = np.searchsorted(steps, ns[at])
+        top = dist[a : a + _BLOCK][at] == best[code]
+        np.minimum.at(first, code[top], a + at[top])
     return first, steps
 
 
@@ -128,7 +144,7 @@ def solve(graph: Graph, weight: np.ndarray | None = None, keep: np.ndarray | Non
     solved = graph.solved(w) if keep is None else None
     if solved is not None:
         graph.longest = None  # used once: its two node arrays are not kept with the graph
-    eff = effective(w, graph.label, graph.tie)
+    eff = graph.effective(w)
     edges, _n = longest_edges(graph.src, graph.dst, eff, graph.n_nodes, keep, solved=solved)
     return Path(edges, int(w[edges].sum()), _by_label(graph, edges, w))
 
@@ -139,7 +155,7 @@ def step_paths(
     """Each step's own path: ``{step: Path}`` over the edges whose two ends lie in that step
     (``node_step``: the step of each node, -1 none)."""
     w = graph.weight if weight is None else weight
-    per = longest_per_step(graph.src, graph.dst, effective(w, graph.label, graph.tie), node_step)
+    per = longest_per_step(graph.src, graph.dst, graph.effective(w), node_step)
     return {s: Path(e, int(w[e].sum()), _by_label(graph, e, w)) for s, (e, _n) in per.items()}
 
 

@@ -128,19 +128,21 @@ def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
         s0, s1, num = idx.start[m], idx.end[m], idx.step[m].astype(np.int64)
         if len(m) > 1 and bool((s0[1:] < s1[:-1]).any()):
             continue  # overlapping markers: by event
-        nodes = np.flatnonzero(node_rank == rank)
-        tn = t[nodes]
-        ends = role[nodes] == 1
-        k = np.where(
-            ends,
-            np.searchsorted(s0, tn, side="left") - 1,
-            np.searchsorted(s0, tn, side="right") - 1,
-        )
-        ok = k >= 0
-        kk = np.maximum(k, 0)
-        ok &= np.where(ends, tn <= s1[kk], tn < s1[kk])
-        out[nodes] = np.where(ok, num[kk], -1)
+        for a in range(0, graph.n_nodes, _BLOCK):  # a block of nodes at a time
+            nodes = a + np.flatnonzero(node_rank[a : a + _BLOCK] == rank)
+            tn = t[nodes]
+            ends = role[nodes] == 1
+            k = np.searchsorted(s0, tn, side="right") - 1
+            k[ends] = np.searchsorted(s0, tn[ends], side="left") - 1
+            ok = k >= 0
+            kk = np.maximum(k, 0)
+            ok &= np.where(ends, tn <= s1[kk], tn < s1[kk])
+            out[nodes] = np.where(ok, num[kk], -1)
     return out
+
+
+#: nodes taken at a time by :func:`node_steps`
+_BLOCK = 1 << 20
 
 
 def step_walls(idx: EventIndex) -> dict[int, int]:
