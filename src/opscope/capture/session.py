@@ -36,7 +36,6 @@ This module imports torch; the rest of :mod:`opscope.capture` does not need to.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import warnings
@@ -77,8 +76,6 @@ DEVICE_KIND_METADATA = "device_kind"
 # An open-ended window (until_stop=True) is a schedule whose active part never ends on its own.
 _OPEN_ACTIVE = 2**31 - 1
 
-# Where ranks export before renaming into traces/: not in traces/, which the reader lists.
-_PARTIAL_DIR = ".partial"
 # said once in run.json's warnings where Dynamo's frame counter cannot be read
 UNREADABLE_FRAMES = (
     "Dynamo's frame counter (torch._dynamo.utils.counters['frames']['ok']) could not be read: "
@@ -488,14 +485,12 @@ class ProfileSession:
                 self._warnings.append(
                     f"NeuronProfiler.export_trace failed: {type(exc).__name__}: {exc}"
                 )
-        # Export beside the target and rename, so a crash never leaves half a trace.json.gz;
-        # the name keeps the .gz suffix because torch gzips by suffix.  A rank's partial file
-        # goes to a hidden folder: the trace reader would take traces/.partial-* for a rank.
-        if self._rank is None:
-            partial = run_dir / f".partial-{name}"
-        else:
-            partial = run_dir / _PARTIAL_DIR / name.replace("/", "-")
-            partial.parent.mkdir(parents=True, exist_ok=True)
+        # Export beside the run folder's root and rename, so a crash never leaves half a
+        # trace.json.gz; the name keeps the .gz suffix because torch gzips by suffix.  Every
+        # rank's partial file has a name of its own at the root (the trace reader would take
+        # traces/.partial-* for a rank), so no rank creates or removes a folder another rank is
+        # writing into.
+        partial = run_dir / f".partial-{name.replace('/', '-')}"
         try:
             prof.export_chrome_trace(str(partial))
         except RuntimeError as exc:
@@ -512,9 +507,6 @@ class ProfileSession:
             self._warnings.append(f"{name}: copied from the Neuron export {found.name}")
         (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
         os.replace(partial, run_dir / name)
-        if self._rank is not None:
-            with contextlib.suppress(OSError):  # another rank may still be exporting into it
-                partial.parent.rmdir()
         self._traces.append(name)
 
     def _finish(self, status: str, error: str | None) -> None:
