@@ -4,6 +4,7 @@ schema), each candidate kind, the budget, a target that does not trace, the CLI.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -341,13 +342,17 @@ def _rewrites_only(model, inputs, budget_s: float = 30):
 
 def test_three_runs_on_the_same_block_agree_on_every_verdict() -> None:
     import optimize_public as P
+    from opscope.bench.compare import NOISE_FLOOR
 
     runs = []
+    points: dict[str, list[float]] = {}
     for _ in range(3):
         r = _rewrites_only(P.make_block(), P.block_inputs(), budget_s=40)
         doc = r.to_dict()
         check_document(doc, "optimize")
         runs.append({c["name"]: c["verdict"] for c in doc["candidates"]})
+        for c in doc["candidates"]:
+            points.setdefault(c["name"], []).append(c["speedup"]["point"])
         for c in doc["candidates"]:
             lo, hi = c["speedup"]["ci95"]
             assert lo <= c["speedup"]["point"] <= hi
@@ -358,8 +363,21 @@ def test_three_runs_on_the_same_block_agree_on_every_verdict() -> None:
         # one thread on a CPU: timed in CPU time, other processes' load left out
         one = doc["timing"]["threads"] == 1
         assert doc["timing"]["clock"] == ("process_cpu" if one else "wall")
-    assert runs[0] == runs[1] == runs[2], runs
     assert set(runs[0]) == {"rewrite:rms_norm", "rewrite:sdpa", "rewrite:gelu_tanh", "rewrite:all"}
+    # No run contradicts another.  Every verdict agrees, except where a run measured the
+    # change at the noise floor itself (within a factor of 2 of it, on a log scale): there no
+    # procedure can decide the same way every time (this block's RMSNorm rewrite measures
+    # 1.02-1.04x on a 2-core machine, across the 3% floor).
+    at_floor = set()
+    for name, ps in points.items():
+        verdicts = {r[name] for r in runs}
+        assert not {"faster", "slower"} <= verdicts, (name, runs)
+        if any(NOISE_FLOOR / 2 <= abs(math.log(p)) <= 2 * NOISE_FLOOR for p in ps):
+            at_floor.add(name)
+        else:
+            assert len(verdicts) == 1, (name, runs, ps)
+    # the attention, the GELU and all rewrites together are far above the floor: they decide
+    assert not at_floor & {"rewrite:sdpa", "rewrite:gelu_tanh", "rewrite:all"}, points
 
 
 @pytest.mark.parametrize(
