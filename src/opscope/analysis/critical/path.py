@@ -461,14 +461,18 @@ def pieces(
     e = path.edges
     e = e[(w[e] > 0) & (graph.label[e] >= 0)]
     row, lab = graph.edge_row[e], graph.label[e]
-    rank = (
-        rank_of_node[graph.src[e]]
-        if rank_of_node is not None
-        else np.full(len(e), graph.rank, dtype=np.int64)
-    )
     new = np.ones(len(e), dtype=bool)
-    new[1:] = (row[1:] != row[:-1]) | (lab[1:] != lab[:-1]) | (rank[1:] != rank[:-1])
+    new[1:] = (row[1:] != row[:-1]) | (lab[1:] != lab[:-1])
+    if rank_of_node is not None:
+        rank = rank_of_node[graph.src[e]]
+        new[1:] |= rank[1:] != rank[:-1]
     first = np.flatnonzero(new)
+    # one rank: its number read through a view of one value, not a column of copies
+    ranks = (
+        rank[first]
+        if rank_of_node is not None
+        else np.broadcast_to(np.asarray(graph.rank, dtype=np.int64), (len(first),))
+    )
     sums = np.add.reduceat(w[e], first) if len(e) else np.zeros(0, dtype=np.int64)
     # a piece begins where its time begins: its first edge's end less that edge's weight
     t0 = graph.time[graph.dst[e[first]]] - w[e[first]]
@@ -476,7 +480,10 @@ def pieces(
     gap = lab[first] == UNTRACED
     before = np.where(gap, graph.row[graph.src[e[first]]], -1)
     after = np.where(gap, graph.row[graph.dst[e[last]]], -1)
-    return Pieces(rank[first], lab[first], row[first], t0, sums, before, after)
+    if len(first) and max(int(before.max()), int(after.max())) < 2**31:
+        # the evidence's two columns, mostly -1, in half the memory
+        before, after = before.astype(np.int32), after.astype(np.int32)
+    return Pieces(ranks, lab[first], row[first], t0, sums, before, after)
 
 
 def segments(
