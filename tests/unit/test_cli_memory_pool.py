@@ -77,9 +77,41 @@ def test_glibc_keeps_the_freed_memory_unless_told_not_to(monkeypatch: pytest.Mon
     monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "system")
     monkeypatch.delenv("OPSCOPE_MALLOPT", raising=False)
     cli.trace_reader_memory()
+    kept = {-3: 32 << 20, -1: 1 << 30, -2: 64 << 20}
     if sys.platform.startswith("linux"):
-        assert dict(fake.calls) == {-3: 32 << 20, -1: 1 << 30, -2: 64 << 20}
+        # a command that ends after its answer: no mmap at all, one arena
+        assert dict(fake.calls) == {**kept, -4: 0, -8: 1}
+    fake.calls.clear()
+    cli.trace_reader_memory(server=True)
+    if sys.platform.startswith("linux"):
+        # a server gives its large blocks back when they are freed
+        assert dict(fake.calls) == kept
     fake.calls.clear()
     monkeypatch.setenv("OPSCOPE_MALLOPT", "0")
     cli.trace_reader_memory()
     assert fake.calls == []
+
+
+RECORD = """
+import sys
+from opscope.cli import main as cli
+cli._keep_freed_memory = lambda *, heap_only: print("heap_only", heap_only)
+cli.main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "heap_only"), [("report", True), ("sql", True), ("explore", False)]
+)
+def test_only_a_command_that_ends_after_its_answer_keeps_every_block(
+    command: str, heap_only: bool
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", RECORD, command, "/nonexistent.json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != "OPSCOPE_MALLOPT"},
+    )
+    assert f"heap_only {heap_only}" in out.stdout.splitlines()

@@ -26,6 +26,9 @@ COMMANDS = ("demo", "optimize", "profile", "report", "explore", "diff", "sql", "
 # Commands that run torch's profiler in this process: its start/stop chatter on stderr is
 # dropped there (opscope.capture.stderr_filter); everything else on stderr passes.
 PROFILER_COMMANDS = ("demo", "profile", "optimize")
+# Commands that keep running after they have read their traces: the memory they free goes
+# back to the kernel (see trace_reader_memory).
+SERVER_COMMANDS = ("explore", "mcp")
 
 # Former names still accepted for one release (listed last in --help): old name -> command.
 ALIASES = {"compare": "diff"}
@@ -119,7 +122,7 @@ def command_settings(args: argparse.Namespace) -> contextlib.ExitStack:
     return stack
 
 
-def trace_reader_memory() -> None:
+def trace_reader_memory(*, server: bool = False) -> None:
     """Memory settings for a command that reads traces (docs/trace-engine.md, "Memory
     settings of the commands"):
 
@@ -129,7 +132,11 @@ def trace_reader_memory() -> None:
       (30-40 MB on 14k-100k-event traces);
     * glibc told to keep freed memory for the next arrays (``OPSCOPE_MALLOPT=0``: not):
       handing it back and faulting fresh zeroed pages in again took a third of a 1M-event
-      report's time in the kernel; the report is about 17 % faster with it.
+      report's time in the kernel; the report is about 17 % faster with it.  A command that
+      ends once it has written its answer (``report``, ``diff``, ``sql``, ``schema``) also
+      takes its largest arrays from the heap and one arena (:func:`_keep_freed_memory`);
+      a ``server`` (``explore``, ``mcp``), which goes on running, still maps those and
+      gives them back when they are freed.
 
     Only for the commands that read traces, before Arrow is loaded (Arrow reads the variable
     once); never for those that run the user's program (``PROFILER_COMMANDS``): its memory
@@ -138,16 +145,23 @@ def trace_reader_memory() -> None:
 
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if os.environ.get("OPSCOPE_MALLOPT", "1") != "0":
-        _keep_freed_memory()
+        _keep_freed_memory(heap_only=not server)
 
 
 #: glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD, _M_MMAP_MAX, _M_ARENA_MAX = -1, -2, -3, -4, -8
 
 
-def _keep_freed_memory() -> None:
+def _keep_freed_memory(*, heap_only: bool) -> None:
     """glibc's allocator told to keep the memory the analysis frees for its next arrays
-    instead of handing it back to the kernel and faulting fresh zeroed pages in again."""
+    instead of handing it back to the kernel and faulting fresh zeroed pages in again.
+
+    Blocks up to 32 MB (glibc's largest mmap threshold) come from the heap and stay there
+    once freed (trim threshold 1 GB, top pad 64 MB).  ``heap_only``: larger ones too (no
+    mmap at all), and every thread allocates from the main heap (one arena; a thread's own
+    arena maps its large blocks whatever the settings): a 10M-event trace's arrays are
+    hundreds of MB, and mapping each afresh zeroed about 60 GB of pages in a report, 40-60 %
+    of its CPU time in the kernel."""
     import ctypes
     import ctypes.util
 
@@ -161,6 +175,9 @@ def _keep_freed_memory() -> None:
     mallopt(_M_MMAP_THRESHOLD, 32 << 20)
     mallopt(_M_TRIM_THRESHOLD, 1 << 30)
     mallopt(_M_TOP_PAD, 64 << 20)
+    if heap_only:
+        mallopt(_M_MMAP_MAX, 0)
+        mallopt(_M_ARENA_MAX, 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from opscope.errors import OpscopeError, UsageError
 
     if args.command not in PROFILER_COMMANDS and "pyarrow" not in sys.modules:
-        trace_reader_memory()
+        trace_reader_memory(server=args.command in SERVER_COMMANDS)
     try:
         with command_settings(args):
             if args.command in PROFILER_COMMANDS:
