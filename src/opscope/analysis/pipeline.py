@@ -39,6 +39,7 @@ from opscope.errors import OpscopeError
 from opscope.trace import Trace, load
 from opscope.trace.gcpause import collector_paused
 from opscope.trace.jobs import MixedJobsError
+from opscope.trace.progress import tell
 
 
 def run_info_of(source: Trace | str | Path) -> dict[str, Any] | None:
@@ -245,6 +246,7 @@ def analyze(
         trace = load_job(job_files(list(source)), cache=cache)
         source = trace
     run_info = run_info_of(source)
+    tell("analyse", 0, trace.events.num_rows)
     if len(set(trace.meta.ranks)) <= 1:
         single = _analyze_rank(
             trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
@@ -262,12 +264,15 @@ def analyze(
     if reason is not None:
         raise MixedJobsError(reason)
     traces = rank_traces(trace)
-    parts = [
-        job_rank(
-            t, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
+    parts = []
+    for i, t in enumerate(traces):
+        tell("rank", i, len(traces))
+        parts.append(
+            job_rank(
+                t, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
+            )
         )
-        for t in traces
-    ]
+    tell("rank", len(traces), len(traces))
     # the job's critical path needs the ranks' events: it is joined here, not in the merge
     got = matching(parts)
     by_rank = {int(t.meta.ranks[0]): t for t in traces}

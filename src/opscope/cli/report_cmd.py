@@ -199,6 +199,7 @@ def warn_unreadable(data: dict[str, Any], command: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from opscope.cli.prepare import prepare
+    from opscope.cli.stages import stages
     from opscope.errors import OpscopeError
     from opscope.service import Workspace
     from opscope.service.workspace import StepsError
@@ -223,18 +224,20 @@ def run(args: argparse.Namespace) -> int:
     prepare(args.path, command="report")
     workspace = Workspace()
     try:
-        opened = workspace.open(
-            args.path,
-            steps=steps,
-            cache=not args.no_cache,
-            peaks=args.peaks,
-            rank=args.rank,
-            graph_capture=capture,
-            loader_traces=loader_traces_arg(args),
-        )
+        with stages(Path(str(args.path)).name, quiet=args.format == "json"):
+            opened = workspace.open(
+                args.path,
+                steps=steps,
+                cache=not args.no_cache,
+                peaks=args.peaks,
+                rank=args.rank,
+                graph_capture=capture,
+                loader_traces=loader_traces_arg(args),
+            )
+            report, data = opened.report, opened.data  # the analysis, while its stage shows
     except StepsError as exc:  # the service names the argument; here it is a flag
         raise OpscopeError(f"--{exc}") from None
-    return _emit(args, opened.report, opened.data, workspace)
+    return _emit(args, report, data, workspace)
 
 
 def _run_cluster(args: argparse.Namespace, steps: tuple[int, int] | None) -> int:

@@ -28,6 +28,7 @@ from types import ModuleType
 from typing import BinaryIO, cast
 
 from opscope.errors import TraceError
+from opscope.trace.progress import tell
 
 # gunzip through ISA-L where it is installed (2-5x faster inflate than zlib on the shared
 # traces, the same API); zlib otherwise.
@@ -219,6 +220,7 @@ class ByteStream:
                 self.total += len(chunk)
                 if self.total > self.max_bytes:
                     raise self._too_big()
+                tell("read", self.total, size)
                 yield chunk
 
     def _gunzip(self, fh: BinaryIO, head: bytes) -> Iterator[bytes]:
@@ -233,6 +235,7 @@ class ByteStream:
         while True:
             data = pending + fh.read(read_size)
             pending = b""
+            tell("read", fh.tell(), compressed)
             if not data:
                 break
             while data:

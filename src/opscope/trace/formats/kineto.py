@@ -39,6 +39,7 @@ from opscope.trace.parts import (
     unreadable,
     unreadable_warning,
 )
+from opscope.trace.progress import tell
 
 NAME = "kineto"
 
@@ -274,6 +275,7 @@ def ingest_file(
     """Stream, convert and link one trace file (no cache); ``head_bytes``: its first that
     many decompressed bytes only (see :func:`load_head`)."""
     parsed, warnings = kineto_file.parse_file(path, max_bytes=max_bytes, head_bytes=head_bytes)
+    tell("link", 0, 0)
     return to_part(parsed, warnings, str(path))
 
 
