@@ -4,6 +4,7 @@ the analysis (events, or ranks of a job), gone once the report is written."""
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 
 from opscope.trace.progress import Listener, reporting
@@ -30,10 +31,13 @@ def describe(stage: str, done: int, total: int, name: str) -> tuple[str, int | N
 def stages(name: str, *, quiet: bool) -> Iterator[None]:
     """Show the stages of the work inside the block on stderr (nothing when ``quiet`` or
     when stderr is not a terminal); the line is removed at the end of the block."""
+    if quiet or not sys.stderr.isatty():  # rich is not even imported: start-up pays nothing
+        yield
+        return
     from rich.console import Console
 
     console = Console(stderr=True)
-    if quiet or not console.is_terminal:
+    if not console.is_terminal:
         yield
         return
     import time
