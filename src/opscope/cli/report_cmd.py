@@ -34,6 +34,8 @@ By default the whole trace is the window; --steps 2:4 selects profiler steps 2 t
 Each op also gets FLOPs, bytes and a roofline bound (compute, memory or overhead) against the
 device's peaks; --roofline prints that table; --peaks FILE overrides the peaks.
 The HTML format is the explorer's UI in one self-contained file (opscope explore serves it live).
+On a terminal, stderr shows how far it has got (file read, link, analysis) until the report
+is written; not with --format json or when stderr is not a terminal.
 
 examples:
   opscope report opscope-runs/20261129-101500-naive
