@@ -107,7 +107,8 @@ def run_ddp_job(
     except subprocess.TimeoutExpired as exc:
         raise DDPJobError(f"the job ran past {timeout} s") from exc
     if done.returncode != 0:
-        raise DDPJobError(f"the job failed ({done.returncode}): {done.stderr[-2000:]}")
+        # the ranks' own messages come before the launcher's summary of their failures
+        raise DDPJobError(f"the job failed ({done.returncode}): {done.stderr[-8000:]}")
     runs = [p for p in (folder / "runs").iterdir() if p.is_dir()]
     if len(runs) != 1:
         raise DDPJobError(f"expected one run folder, got {runs}")
