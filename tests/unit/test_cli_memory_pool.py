@@ -76,15 +76,15 @@ def test_glibc_keeps_the_freed_memory_unless_told_not_to(monkeypatch: pytest.Mon
     monkeypatch.setattr(ctypes, "CDLL", lambda _name: fake)
     monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "system")
     monkeypatch.delenv("OPSCOPE_MALLOPT", raising=False)
-    cli.trace_reader_memory()
+    cli.trace_reader_memory(heap_only=True)
     kept = {-3: 32 << 20, -1: 1 << 30, -2: 64 << 20}
     if sys.platform.startswith("linux"):
-        # a command that ends after its answer: no mmap at all, one arena
+        # a whole-trace analysis that ends after its answer: no mmap at all, one arena
         assert dict(fake.calls) == {**kept, -4: 0, -8: 1}
     fake.calls.clear()
-    cli.trace_reader_memory(server=True)
+    cli.trace_reader_memory()
     if sys.platform.startswith("linux"):
-        # a server gives its large blocks back when they are freed
+        # the others give their large blocks back when they are freed
         assert dict(fake.calls) == kept
     fake.calls.clear()
     monkeypatch.setenv("OPSCOPE_MALLOPT", "0")
@@ -101,14 +101,21 @@ cli.main(sys.argv[1:])
 
 
 @pytest.mark.parametrize(
-    ("command", "heap_only"), [("report", True), ("sql", True), ("explore", False)]
+    ("argv", "heap_only"),
+    [
+        (["report", "/nonexistent.json"], True),
+        (["diff", "/nonexistent_a.json", "/nonexistent_b.json"], True),
+        (["sql", "/nonexistent.json", "select 1"], False),
+        (["explore", "/nonexistent.json"], False),
+    ],
 )
-def test_only_a_command_that_ends_after_its_answer_keeps_every_block(
-    command: str, heap_only: bool
+def test_only_a_whole_trace_analysis_that_ends_after_its_answer_keeps_every_block(
+    argv: list[str], heap_only: bool
 ) -> None:
     out = subprocess.run(
-        [sys.executable, "-c", RECORD, command, "/nonexistent.json"],
+        [sys.executable, "-c", RECORD, *argv],
         capture_output=True,
+        stdin=subprocess.DEVNULL,
         text=True,
         timeout=120,
         check=False,

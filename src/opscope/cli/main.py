@@ -26,9 +26,9 @@ COMMANDS = ("demo", "optimize", "profile", "report", "explore", "diff", "sql", "
 # Commands that run torch's profiler in this process: its start/stop chatter on stderr is
 # dropped there (opscope.capture.stderr_filter); everything else on stderr passes.
 PROFILER_COMMANDS = ("demo", "profile", "optimize")
-# Commands that keep running after they have read their traces: the memory they free goes
-# back to the kernel (see trace_reader_memory).
-SERVER_COMMANDS = ("explore", "mcp")
+# Commands that analyse whole traces and end once they have written their answer: their
+# large arrays come from the heap and stay there (see trace_reader_memory).
+HEAP_ONLY_COMMANDS = ("report", "diff", "compare")
 
 # Former names still accepted for one release (listed last in --help): old name -> command.
 ALIASES = {"compare": "diff"}
@@ -122,7 +122,7 @@ def command_settings(args: argparse.Namespace) -> contextlib.ExitStack:
     return stack
 
 
-def trace_reader_memory(*, server: bool = False) -> None:
+def trace_reader_memory(*, heap_only: bool = False) -> None:
     """Memory settings for a command that reads traces (docs/trace-engine.md, "Memory
     settings of the commands"):
 
@@ -132,11 +132,11 @@ def trace_reader_memory(*, server: bool = False) -> None:
       (30-40 MB on 14k-100k-event traces);
     * glibc told to keep freed memory for the next arrays (``OPSCOPE_MALLOPT=0``: not):
       handing it back and faulting fresh zeroed pages in again took a third of a 1M-event
-      report's time in the kernel; the report is about 17 % faster with it.  A command that
-      ends once it has written its answer (``report``, ``diff``, ``sql``, ``schema``) also
-      takes its largest arrays from the heap and one arena (:func:`_keep_freed_memory`);
-      a ``server`` (``explore``, ``mcp``), which goes on running, still maps those and
-      gives them back when they are freed.
+      report's time in the kernel; the report is about 17 % faster with it.  ``heap_only``
+      (``report`` and ``diff``, which analyse whole traces and end once they have written
+      their answer): the largest arrays too, from one arena (:func:`_keep_freed_memory`);
+      the others (``explore`` and ``mcp`` go on running; ``sql`` runs DuckDB's threads)
+      still map those and give them back when they are freed.
 
     Only for the commands that read traces, before Arrow is loaded (Arrow reads the variable
     once); never for those that run the user's program (``PROFILER_COMMANDS``): its memory
@@ -145,7 +145,7 @@ def trace_reader_memory(*, server: bool = False) -> None:
 
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if os.environ.get("OPSCOPE_MALLOPT", "1") != "0":
-        _keep_freed_memory(heap_only=not server)
+        _keep_freed_memory(heap_only=heap_only)
 
 
 #: glibc's mallopt parameters (malloc.h)
@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from opscope.errors import OpscopeError, UsageError
 
     if args.command not in PROFILER_COMMANDS and "pyarrow" not in sys.modules:
-        trace_reader_memory(server=args.command in SERVER_COMMANDS)
+        trace_reader_memory(heap_only=args.command in HEAP_ONLY_COMMANDS)
     try:
         with command_settings(args):
             if args.command in PROFILER_COMMANDS:
