@@ -102,6 +102,66 @@ def test_steps_and_a_glob_same_report(cluster: Any, tmp_path: Path) -> None:
     assert_same(local, remote)
 
 
+@pytest.mark.parametrize(
+    ("spec", "steps"),
+    [("gpu_comm=0", None), ("untraced=0,gpu_comm=0.5", None), ("nccl:all_reduce=0.5", (1, 1))],
+)
+def test_what_if_on_a_cluster_is_the_local_answer(
+    cluster: Any, tmp_path: Path, spec: str, steps: tuple[int, int] | None
+) -> None:
+    from opscope.service import Workspace
+
+    write_nccl_job(tmp_path, 3, late_rank=1, late_us=200.0, sync=True, comm_stream=8)
+    ws = Workspace()
+    ws.open(tmp_path, steps=steps)
+    local = ws.what_if(spec)
+    remote = opscope.analyze(tmp_path, steps, cluster=cluster.scheduler_address, what_if=spec)
+    doc = remote.to_dict()
+    assert doc["what_if"] == local  # the job path's projection and every rank's own
+    assert local["scope"] == "job" and [r["rank"] for r in local["ranks"]] == [0, 1, 2]
+    assert local["saved_us"] > 0 and local["projected_us"] < local["length_us"]
+    # the API's local path answers the same, and the rest of the report is the plain one
+    here = opscope.analyze(tmp_path, steps, what_if=spec)
+    assert here.to_dict()["what_if"] == local
+    plain_remote = opscope.analyze(tmp_path, steps, cluster=cluster.scheduler_address)
+    doc.pop("what_if")
+    assert doc == plain_remote.to_dict()
+    assert not undeclared(remote.to_dict(), ReportDoc)
+
+
+def test_what_if_errors_on_a_cluster_are_the_local_ones(cluster: Any, tmp_path: Path) -> None:
+    write_nccl_job(tmp_path, 2)
+    for spec, says in (
+        ("aten::nope=0.5", "no event named 'aten::nope'"),  # found on the workers
+        ("nonsense", "expected NAME=FACTOR"),  # before any work
+        ("gpu_comm=-1", "is not a time scale"),
+    ):
+        here = _cli("report", str(tmp_path), "--what-if", spec, "--format", "json")
+        there = _cli(
+            "report", str(tmp_path), "--what-if", spec, "--format", "json",
+            "--cluster", cluster.scheduler_address,
+        )  # fmt: skip
+        assert here.returncode == there.returncode == 1, (spec, there.stderr)
+        assert says in there.stderr and "Traceback" not in there.stderr, there.stderr
+        assert there.stderr.strip() == here.stderr.strip()
+
+
+def test_cli_what_if_on_a_cluster(cluster: Any, tmp_path: Path) -> None:
+    write_nccl_job(tmp_path, 2, late_rank=1, late_us=200.0, sync=True)
+    here = _cli("report", str(tmp_path), "--what-if", "gpu_comm=0", "--format", "json")
+    there = _cli(
+        "report", str(tmp_path), "--what-if", "gpu_comm=0", "--format", "json",
+        "--cluster", cluster.scheduler_address,
+    )  # fmt: skip
+    assert here.returncode == there.returncode == 0, there.stderr
+    assert json.loads(there.stdout)["what_if"] == json.loads(here.stdout)["what_if"]
+    text = _cli(
+        "report", str(tmp_path), "--what-if", "gpu_comm=0", "--cluster", cluster.scheduler_address
+    )
+    assert text.returncode == 0, text.stderr
+    assert "what-if gpu_comm ×0" in text.stdout and "(job path)" in text.stdout
+
+
 @pytest.mark.shared
 def test_shared_multi_rank_folder_same_report(cluster: Any, shared: Any) -> None:
     job = shared("cuda/sampled_world128")

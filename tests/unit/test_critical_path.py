@@ -467,6 +467,28 @@ def test_what_if_an_op_scales_its_kernels_only() -> None:
         what_if(tr, g, "aten::nothing=0.5")
 
 
+def test_analyze_answers_a_what_if_in_the_report() -> None:
+    import opscope
+    from opscope.analysis.critical.section import WhatIfError
+    from opscope.documents import Report as ReportDoc
+    from schema_checks import undeclared
+
+    d = Doc()
+    d.op("aten::mul", 0, 20)
+    d.launch(5, 5, "mul_kernel", 15, 100)
+    d.op("aten::add", 30, 20)
+    d.launch(35, 5, "add_kernel", 120, 100)
+    tr = d.trace()
+    doc = opscope.analyze(tr, what_if="aten::mul=0.5").to_dict()
+    alone = what_if(tr, rank_graph(tr, None), "aten::mul=0.5")
+    assert doc["what_if"] == {"scope": "rank", "rank": 0, **alone}
+    assert doc["what_if"]["scope"] == "rank" and doc["what_if"]["projected_us"] == 170.0
+    assert not undeclared(doc, ReportDoc)
+    assert "what_if" not in opscope.analyze(tr).to_dict()
+    with pytest.raises(WhatIfError, match="NAME=FACTOR"):
+        opscope.analyze(tr, what_if="nonsense")
+
+
 def test_a_finding_off_the_path_saves_nothing() -> None:
     d = Doc()
     d.op("aten::big", 0, 1000)  # host-bound: the kernels run beside it

@@ -48,6 +48,7 @@ def analyze(
     progress: Callable[[str, int, int], None] | None = None,
     graph_capture: str | Path | bool | None = None,
     loader_traces: str | Path | Sequence[str | Path] | bool | None = None,
+    what_if: str | None = None,
 ) -> Report:
     """Analyse a trace, a folder of ranks, a glob pattern or a list of rank files (see
     :func:`opscope.analysis.pipeline.analyze`).
@@ -66,16 +67,23 @@ def analyze(
     ``loader_traces``: the traces of the DataLoader's worker processes (a file, folder, glob
     or list) that break the critical path's ``data_loading`` down by the workers' own events;
     ``False``: none; ``None`` (default): a ``loader_traces/`` folder beside the trace
-    (docs/critical-path.md).
+    (docs/critical-path.md).  ``what_if``: a what-if spec (``"aten::mul=0.5"``, see
+    :mod:`opscope.analysis.whatif`), answered in ``report.extra["what_if"]`` (the report's
+    ``what_if`` section) as ``opscope report --what-if`` answers it; on a cluster the workers
+    compute each rank's part.
     """
     steps = steps_arg(steps)
+    if what_if is not None:
+        from opscope.analysis.whatif import check_spec
+
+        check_spec(what_if)  # a bad spec fails before any work
     if cluster is None or cluster is False:
         if store is not None:
             raise OpscopeError("store: the event tables are written by a cluster run (cluster=)")
         loaders = loader_files(source, loader_traces)
         if graph_capture is not False and isinstance(source, (str, Path, Trace)):
             source = _with_captures(source, graph_capture, cache=cache)
-        return analyze_here(
+        here = analyze_here(
             source,
             steps,
             findings=findings,
@@ -84,6 +92,11 @@ def analyze(
             cache=cache,
             loader_traces=loaders,
         )
+        if what_if is not None:
+            from opscope.analysis.whatif import what_if as answer
+
+            here.extra["what_if"] = answer(here, what_if)
+        return here
     if isinstance(source, Trace):
         raise OpscopeError("cluster: give the rank files' paths, not a loaded trace")
     if graph_capture not in (None, False):
@@ -93,7 +106,13 @@ def analyze(
     from opscope.analysis.cluster import Options, analyze_on_cluster
 
     options = Options(
-        steps=steps, findings=findings, roofline=roofline, peaks=peaks, cache=cache, store=store
+        steps=steps,
+        findings=findings,
+        roofline=roofline,
+        peaks=peaks,
+        cache=cache,
+        store=store,
+        what_if=what_if,
     )
     report: Report = analyze_on_cluster(
         source, None if cluster is True else cluster, options, progress=progress

@@ -92,7 +92,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--what-if",
         metavar="NAME=FACTOR",
         help="project the critical path with some time scaled, e.g. 'aten::mul=0.5' (an op's "
-        "device time halved) or 'launch_overhead=0'; several separated by commas",
+        "device time halved) or 'launch_overhead=0'; several separated by commas (with --cluster "
+        "too: the workers project their ranks)",
     )
     p.add_argument(
         "--finding",
@@ -246,10 +247,11 @@ def _run_cluster(args: argparse.Namespace, steps: tuple[int, int] | None) -> int
     from opscope.analysis.api import analyze
     from opscope.errors import OpscopeError
 
-    for flag, value in (("--what-if", args.what_if), ("--rank", args.rank)):
-        if value is not None:
-            raise OpscopeError(f"{flag} needs the events in this process: run without --cluster")
-    with _progress(quiet=args.format == "json") as progress:
+    if args.rank is not None:
+        raise OpscopeError("--rank needs the events in this process: run without --cluster")
+    from opscope.analysis.critical.section import WhatIfError
+
+    with _progress(quiet=args.format == "json") as progress, _what_if_errors(WhatIfError):
         report = analyze(
             args.path,
             steps,
@@ -258,6 +260,7 @@ def _run_cluster(args: argparse.Namespace, steps: tuple[int, int] | None) -> int
             store=args.store,
             cache=not args.no_cache,
             progress=progress,
+            what_if=args.what_if,
         )
     return _emit(args, report, report.to_dict(lazy=True), None)
 
@@ -301,6 +304,18 @@ def _progress(*, quiet: bool) -> Iterator[Callable[[str, int, int], None] | None
         yield tell
 
 
+@contextlib.contextmanager
+def _what_if_errors(kind: type[Exception]) -> Iterator[None]:
+    """A bad ``--what-if`` spec (raised here or on a worker) as the one-line error the local
+    path gives."""
+    from opscope.errors import OpscopeError
+
+    try:
+        yield
+    except kind as exc:
+        raise OpscopeError(str(exc)) from None
+
+
 def _emit(
     args: argparse.Namespace, report: Report, data: dict[str, Any], workspace: Workspace | None
 ) -> int:
@@ -319,7 +334,7 @@ def _emit(
         graph_capture=graph_capture_arg(args),
     )
     brief = make_brief(data, trace=where)
-    answer = None
+    answer = data.get("what_if")  # a cluster run's, answered on its workers
     if args.what_if is not None and workspace is not None:
         answer = workspace.what_if(args.what_if)
         data = {**data, "what_if": answer}

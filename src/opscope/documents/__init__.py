@@ -5,7 +5,8 @@ that may be null are ``X | None``), one module per document or section:
 
 * ``opscope.report/1`` - :class:`Report` (:mod:`.report`; its tables in :mod:`.tables`, its
   head in :mod:`.head` and :mod:`.devices`, its sections in :mod:`.findings`,
-  :mod:`.roofline`, :mod:`.critical_path`, :mod:`.distributed`, :mod:`.neuron`);
+  :mod:`.roofline`, :mod:`.critical_path`, :mod:`.distributed`, :mod:`.neuron`,
+  :mod:`.what_if`);
 * ``opscope.rank_report/1`` - :class:`RankReport`; ``opscope.diff/1`` - :class:`Diff`;
   ``opscope.roofline/1`` - :class:`Roofline`; ``opscope.compare/1`` - :class:`Compare`;
   ``opscope.demo/1`` - :class:`Demo`; ``opscope.optimize/1`` - :class:`Optimize`;
@@ -44,6 +45,7 @@ from opscope.documents.schema import (
     schema_of,
 )
 from opscope.documents.tables import KernelRow, OpRow, OpShapeRow, StepRow, Summary, Timeline
+from opscope.documents.what_if import WhatIf
 
 __all__ = [
     "DOCUMENTS",
@@ -90,6 +92,7 @@ __all__ = [
     "Timeline",
     "UnknownDocumentError",
     "Unreadable",
+    "WhatIf",
     "Window",
     "document_id",
     "json_schema",

@@ -14,6 +14,7 @@ from opscope.documents.head import Source, Window
 from opscope.documents.neuron import NeuronEngines
 from opscope.documents.roofline import Roofline
 from opscope.documents.tables import KernelRow, OpRow, OpShapeRow, StepRow, Summary
+from opscope.documents.what_if import WhatIf
 
 
 class RankLine(TypedDict):
@@ -91,6 +92,9 @@ class Report(TypedDict):
     """(Neuron traces with device profiles) The engine view."""
     roofline: NotRequired[Roofline]
     """Unless the roofline was turned off."""
+    what_if: NotRequired[WhatIf]
+    """(``--what-if SPEC``, ``analyze(what_if=)``) The path recomputed with the spec's
+    changes."""
     study: NotRequired[StudyInfo]
     explorer: NotRequired[ExplorerInfo]
 

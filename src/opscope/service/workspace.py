@@ -331,10 +331,10 @@ class Workspace:
 
     def what_if(self, spec: str, handle: str | None = None) -> dict[str, Any]:
         """The critical path recomputed with ``spec``'s changes (``"aten::mul=0.5"``,
-        ``"launch_overhead=0"``; see :mod:`opscope.service.whatif`): the path length now and
+        ``"launch_overhead=0"``; see :mod:`opscope.analysis.whatif`): the path length now and
         projected, per step; a job answers per rank (each rank's own path)."""
         from opscope.analysis.critical.section import WhatIfError
-        from opscope.service.whatif import what_if
+        from opscope.analysis.whatif import what_if
 
         try:
             return what_if(self.analysis(handle), spec)

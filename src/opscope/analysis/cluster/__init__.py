@@ -27,11 +27,14 @@ What runs where (``docs/scale.md``), one module each:
 
 The report is the local path's, with ``source.engine`` added; the job's own findings'
 ``step_savings_us`` take a fifth round (:func:`~.worker.recontract_rank`: the ranks a fix
-touches, contracted again with it).  A task whose worker dies is run again elsewhere
-(``retries``); a file that cannot be read is named in the report (``source.unreadable``, a
-warning, ``distributed.missing_ranks``), as on the local path.  A job is read by the format
-of its files: Kineto JSON rank files or an event store (``--store``); a format read whole (a
-Neuron profile, an AIU trace) is refused with what to do.
+touches, contracted again with it), and a what-if (``what_if``) a sixth
+(:func:`~.worker.what_if_rank`: every rank contracted before and with the spec's changes, and
+its own path projected; the coordinator solves the job path from those).  A task whose
+worker dies is run again elsewhere (``retries``); a file that cannot be read is named in the
+report (``source.unreadable``, a warning, ``distributed.missing_ranks``), as on the local
+path.  A job is read by the format of its files: Kineto JSON rank files or an event store
+(``--store``); a format read whole (a Neuron profile, an AIU trace) is refused with what to
+do.
 
 Dask is imported only when a cluster is asked for.
 """

@@ -25,6 +25,7 @@ from opscope.analysis.cluster.worker import (
     rank_path,
     read_rank,
     recontract_rank,
+    what_if_rank,
 )
 from opscope.analysis.job import RankReport
 from opscope.analysis.job_files import unrelated_files
@@ -53,6 +54,8 @@ class Options:
     peaks: str | Path | dict[str, Any] | None = None
     cache: bool = True
     store: str | Path | None = None
+    #: a what-if spec (``NAME=FACTOR[,...]``): its answer in ``report.extra["what_if"]``
+    what_if: str | None = None
 
 
 def _peaks_for_workers(peaks: str | Path | dict[str, Any] | None) -> dict[str, Any] | None:
@@ -216,6 +219,10 @@ def analyze_on_cluster(
     from opscope.trace.remote import Downloads
     from opscope.trace.schema import EVENT_SCHEMA
 
+    if options.what_if is not None:  # a bad spec fails before any work
+        from opscope.analysis.whatif import check_spec
+
+        check_spec(options.what_if)
     job = job_input(source)
     files, folder, location = job.files, job.folder, job.location
     settings = Settings.here(job.format.name, options.cache)
@@ -261,13 +268,18 @@ def analyze_on_cluster(
                 here = [downloads.local_path(location[f]) for f in kept]
                 trace = job.by_rank.load_files(here, cache=options.cache)
             trace.meta.unreadable, trace.meta.warnings = lost, meta.warnings
-            return pipeline.analyze(
+            single = pipeline.analyze(
                 trace,
                 options.steps,
                 findings=options.findings,
                 roofline=options.roofline,
                 peaks=options.peaks,
             )
+            if options.what_if is not None:
+                from opscope.analysis.whatif import what_if
+
+                single.extra["what_if"] = what_if(single, options.what_if)
+            return single
         spans = [g["span"] for _f, g in good if g["span"] is not None]
         reason = unrelated_files(meta, [(int(a), int(b)) for a, b in spans])
         if reason is not None:
@@ -359,8 +371,31 @@ def analyze_on_cluster(
                 report,
                 lambda found: job_finding_savings(summaries, held, instances, found, recontract),
             )
+        if options.what_if is not None:
+            from opscope.analysis.critical.job_solve import job_projection
+            from opscope.analysis.critical.section import WhatIfError, parse_what_if
+
+            spec = options.what_if
+            projected = round_of(what_if_rank, {int(t["rank"]): spec for t in tasks}, "what-if")
+            ranks_of = sorted(projected)
+            for r in ranks_of:  # the first rank's, as the local path raises it
+                if "error" in projected[r]:
+                    raise WhatIfError(projected[r]["error"])
+            job_answer = job_projection(
+                [RankSummary.from_dict(projected[r]["base"]) for r in ranks_of],
+                [RankSummary.from_dict(projected[r]["new"]) for r in ranks_of],
+                held,
+                (spec, parse_what_if(spec)),
+            )
+            what_if_answer = {
+                "scope": "job",
+                **job_answer,
+                "ranks": [projected[r]["rank"] for r in ranks_of],
+            }
     if job_path is not None:
         report.extra["critical_path"] = job_path
+    if options.what_if is not None:
+        report.extra["what_if"] = what_if_answer
     if report.job is not None:
         source_section = report.job["source"]
         source_section["warnings"] = list(meta.warnings)

@@ -246,6 +246,34 @@ def recontract_rank(
     return [None if s is None else s.to_dict() for s in got]
 
 
+def what_if_rank(
+    task: dict[str, Any],
+    job_meta: dict[str, Any],
+    records: list[dict[str, Any]],
+    members: list[Member],
+    spec: str,
+) -> dict[str, Any]:
+    """The what-if round (``--what-if``): the rank's summaries for the job path before and
+    with the spec's changes (``base``, ``new``:
+    :func:`opscope.analysis.critical.job.what_if_summaries`), and the rank's own path
+    projected alone (``rank``: as the local path's what-if gives each rank of a job); or
+    ``{"error": why}`` for a spec the rank cannot answer (a name no event of it has), which
+    the coordinator raises: the task did not fail, so it is not run again."""
+    from opscope.analysis.critical.job import what_if_summaries
+    from opscope.analysis.critical.section import WhatIfError, parse_what_if, rank_graph, what_if
+
+    with task["settings"].scope():
+        trace, _graph, part, works = _rank_part(task, job_meta, records, members)
+        try:
+            base, new = what_if_summaries(trace, part, works, parse_what_if(spec))
+            steps = task["options"]["steps"]
+            own = rank_graph(trace, tuple(steps) if steps is not None else None, records)
+            answer = {"rank": int(task["rank"]), **what_if(trace, own, spec)}
+        except WhatIfError as exc:
+            return {"error": str(exc)}
+    return {"base": base.to_dict(), "new": new.to_dict(), "rank": answer}
+
+
 def write_events(events: Any, store: Path, rank: int) -> Path:
     """A rank's event table as ``<store>/rank<N>.parquet`` (written to a temporary name, then
     renamed: a retried task never leaves half a file)."""
@@ -268,5 +296,6 @@ __all__ = [
     "read_part",
     "read_rank",
     "recontract_rank",
+    "what_if_rank",
     "write_events",
 ]

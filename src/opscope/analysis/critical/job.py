@@ -142,15 +142,27 @@ def job_what_if(
     base: list[RankSummary] = []
     new: list[RankSummary] = []
     for gr in graphs:
-        trace = traces[gr.rank]
-        part = gr
         mine = {k: got[gr.rank] for k, got in enumerate(works) if gr.rank in got}
-        node_step = node_steps(trace.index, part)
-        joins = rank_joins(part, mine)
-        scaled = np.where(part.kind == SPLIT, 0, scaled_weights(trace.index, part, changes))
-        base.append(summarise(part, job_weights(part), node_step, joins)[0])
-        new.append(summarise(part, scaled, node_step, joins)[0])
+        before, after = what_if_summaries(traces[gr.rank], gr, mine, changes)
+        base.append(before)
+        new.append(after)
     return job_projection(base, new, [list(got) for got in works], (spec, changes))
+
+
+def what_if_summaries(
+    trace: Trace, part: Graph, works: Mapping[int, int], changes: Sequence[tuple[str, float]]
+) -> tuple[RankSummary, RankSummary]:
+    """A rank's summaries for a job what-if (``part``: its graph with its waits; ``works`` as
+    :func:`rank_summary` takes them): as the job weighs the graph, and with ``changes`` made
+    to its weights (:func:`~opscope.analysis.critical.section.scaled_weights`; a collective's
+    wait weighs nothing in either).  A cluster's worker computes them for its rank."""
+    node_step = node_steps(trace.index, part)
+    joins = rank_joins(part, works)
+    scaled = np.where(part.kind == SPLIT, 0, scaled_weights(trace.index, part, changes))
+    return (
+        summarise(part, job_weights(part), node_step, joins)[0],
+        summarise(part, scaled, node_step, joins)[0],
+    )
 
 
 @dataclass(frozen=True)
@@ -330,4 +342,5 @@ __all__ = [
     "rank_joins",
     "rank_summary",
     "recontracted",
+    "what_if_summaries",
 ]

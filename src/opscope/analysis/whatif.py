@@ -39,6 +39,13 @@ def check_factors(spec: str) -> None:
             )
 
 
+def check_spec(spec: str) -> None:
+    """A :class:`WhatIfError` that says why, for a spec no what-if can answer (a factor that is
+    no time scale, a malformed change), before any work."""
+    check_factors(spec)
+    parse_what_if(spec)
+
+
 def what_if(report: Report, spec: str) -> dict[str, Any]:
     """``{"spec", "changes", "scope", "length_us", "projected_us", "saved_us", "bound_by_us",
     "steps"}`` for the report's trace and window (raises ``WhatIfError`` on a bad spec).  For
@@ -46,8 +53,7 @@ def what_if(report: Report, spec: str) -> dict[str, Any]:
     ``ranks`` gives each rank's own path, projected alone."""
     from opscope.analysis.rank_split import rank_traces
 
-    check_factors(spec)
-    parse_what_if(spec)  # a bad spec fails before any work
+    check_spec(spec)  # a bad spec fails before any work
     trace = report.trace
     if trace is None:
         raise ValueError("what-if needs the report's trace")
@@ -68,4 +74,4 @@ def what_if(report: Report, spec: str) -> dict[str, Any]:
     return {"scope": "job", **job, "ranks": ranks}
 
 
-__all__ = ["what_if"]
+__all__ = ["check_factors", "check_spec", "what_if"]
