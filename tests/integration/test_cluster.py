@@ -168,6 +168,12 @@ def test_shared_multi_rank_folder_same_report(cluster: Any, shared: Any) -> None
     local = opscope.analyze(job)
     remote = opscope.analyze(job, cluster=cluster.scheduler_address)
     assert_same(local, remote)
+    # a what-if on a real job: the cluster's answer is the local one
+    spec = "untraced=0,gpu_comm=0.5"
+    here = opscope.analyze(job, what_if=spec).to_dict()["what_if"]
+    there = opscope.analyze(job, cluster=cluster.scheduler_address, what_if=spec)
+    assert there.to_dict()["what_if"] == here
+    assert here["scope"] == "job" and here["saved_us"] > 0
 
 
 @pytest.mark.slow
