@@ -20,14 +20,21 @@ pytestmark = pytest.mark.slow
 WORLD = 4
 ACTIVE = 5
 SLEEP_S = 0.03  # well above the scheduling noise of 4 ranks on 2 shared cores
+# The loader's delay is longer: its what-if saving is the delay less whatever else bounds the
+# step once it is gone, and on 2 shared cores under load another rank's tiny op is sometimes
+# descheduled for 40 ms (seen: ``aten::as_strided`` 42 ms), which is then truly the step's
+# path.  80 ms per step keeps such a stall from taking a whole step's saving.
+LOADER_SLEEP_S = 0.08
 
 
-def _job(tmp_path_factory: pytest.TempPathFactory, mode: str, slow: int) -> Path:
+def _job(
+    tmp_path_factory: pytest.TempPathFactory, mode: str, slow: int, sleep_s: float = SLEEP_S
+) -> Path:
     if not (dist.is_available() and dist.is_gloo_available()):
         pytest.skip("no gloo backend")
     folder = tmp_path_factory.mktemp(f"ddp-{mode}")
     return run_ddp_job(
-        folder, world=WORLD, mode=mode, slow_rank=slow, sleep_s=SLEEP_S, active=ACTIVE
+        folder, world=WORLD, mode=mode, slow_rank=slow, sleep_s=sleep_s, active=ACTIVE
     )
 
 
@@ -39,8 +46,8 @@ def sleep_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def loader_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Rank 1's dataset sleeps 30 ms per batch inside ``__getitem__``."""
-    return _job(tmp_path_factory, "loader", 1)
+    """Rank 1's dataset sleeps 80 ms per batch inside ``__getitem__``."""
+    return _job(tmp_path_factory, "loader", 1, LOADER_SLEEP_S)
 
 
 def _on_path(cp: dict[str, Any], rank: int, label: str, name_has: str = "") -> float:
@@ -71,7 +78,7 @@ def test_a_slow_loader_is_data_loading_on_the_job_path(loader_job: Path) -> None
 
     doc = analyze(loader_job).to_dict()
     cp = doc["critical_path"]
-    injected_us = ACTIVE * SLEEP_S * 1e6
+    injected_us = ACTIVE * LOADER_SLEEP_S * 1e6
     assert _on_path(cp, 1, "data_loading") >= 0.6 * injected_us
     ws = Workspace()
     ws.open(loader_job)
