@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -49,6 +50,13 @@ def mlp(tmp_path: Path, after_step: str = "pass", name: str = "train.py") -> Pat
     return write(tmp_path, name, MLP.replace("{after_step}", after_step))
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT's default action in the child, as a terminal's foreground job has it: a test run
+    in the background of a shell inherits SIGINT ignored, and then Python installs no
+    KeyboardInterrupt handler (the Ctrl-C test failed so, exit 0, in such a run)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def opscope(
     args: list[str], cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -60,6 +68,7 @@ def opscope(
         text=True,
         timeout=timeout,
         env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
 
 
