@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -315,3 +316,53 @@ def test_inverse_links() -> None:
     )
     under_block = [r["model.py(3): forward"], r["aten::linear"], r["aten::empty"]]
     assert ix.pointing_at("tree_parent", r["Block"]).tolist() == under_block
+
+
+def _chunked(trace: Trace, pieces: int = 3) -> pa.Table:
+    """The trace's event table cut into ``pieces`` record batches (as the reader's batches)."""
+    ev = trace.events
+    n = ev.num_rows
+    cuts = np.linspace(0, n, pieces + 1).astype(int)
+    return pa.Table.from_batches(
+        [b for a, z in itertools.pairwise(cuts.tolist()) for b in ev.slice(a, z - a).to_batches()],
+        schema=ev.schema,
+    )
+
+
+def test_times_and_ids_are_views_of_the_table_not_copies() -> None:
+    """A trace keeps ``id``/``start_ns``/``dur_ns`` in one chunk each, and the index reads them
+    in place (8 bytes an event each not held twice); other columns keep their chunks."""
+    trace = load_document(_doc())
+    chunked = _chunked(trace)
+    assert chunked.column("start_ns").num_chunks == 3
+    again = Trace(chunked, trace.meta)
+    ev = again.events
+    assert [ev.column(c).num_chunks for c in ("id", "start_ns", "dur_ns")] == [1, 1, 1]
+    assert ev.column("name").num_chunks == 3 and ev.equals(trace.events)
+    ix = again.index
+    for name, col in (("ids", "id"), ("start", "start_ns"), ("dur", "dur_ns")):
+        arr = getattr(ix, name)
+        buf = ev.column(col).chunk(0).buffers()[1]
+        assert not arr.flags.owndata and not arr.flags.writeable, name
+        assert arr.ctypes.data == buf.address + ev.column(col).chunk(0).offset * 8, name
+        assert arr.tolist() == ints(trace.events.column(col)).tolist()
+    # a table made some other way (several chunks) still reads, as a copy
+    direct = EventIndex(chunked)
+    assert direct.start.flags.owndata or direct.start.base is not None
+    assert direct.start.tolist() == ix.start.tolist()
+    assert direct.end.tolist() == ix.end.tolist()
+
+
+def test_one_rank_is_one_value_and_ranks_are_each_event_s() -> None:
+    trace = load_document(_doc())
+    ix = trace.index
+    assert ix.rank.strides == (0,) and ix.rank.tolist() == [0] * ix.n
+    ranks = np.arange(ix.n, dtype=np.int32) % 2 + 3
+    ev = trace.events.set_column(
+        trace.events.schema.get_field_index("rank"), "rank", pa.array(ranks, pa.int32())
+    )
+    two = EventIndex(ev).rank
+    assert two.dtype == np.int64 and two.tolist() == ranks.tolist()
+    # the op tree's counts, computed on each use, agree with the kept arrays
+    assert (ix.self_ns == ix.dur - ix.child_dur).all()
+    assert ix.is_leaf.tolist() == (ix.in_tree & (ix.tree_children == 0)).tolist()

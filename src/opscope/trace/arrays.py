@@ -1,7 +1,8 @@
 """Arrow -> NumPy conversions: the one set every analysis module uses.
 
 * :func:`ints` / :func:`bools` - a numeric or boolean column as an int64 / bool array, nulls
-  filled (``fill`` for integers, False for booleans);
+  filled (``fill`` for integers, False for booleans); an int64 column without nulls in one
+  chunk (:func:`one_chunk`) comes back as a read-only view of its buffer, not a copy;
 * :func:`strings` - a string column (dictionary-encoded or not) as an object array of ``str``,
   nulls as ``""``;
 * :class:`Codes` - a string column as integer codes into its distinct values, sorted: the
@@ -24,11 +25,26 @@ if TYPE_CHECKING:
 
 
 def ints(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
-    """An integer column as int64, nulls as ``fill``."""
+    """An integer column as int64, nulls as ``fill``: a read-only view of the column's buffer
+    (no copy) when it is int64 in one chunk without nulls."""
     if col.null_count and pa.types.is_integer(col.type):
         return np.concatenate([_filled(c, fill) for c in _chunks(col)])
     arr = col.fill_null(fill) if col.null_count else col
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def one_chunk(table: pa.Table, names: Iterable[str]) -> pa.Table:
+    """``table`` with each of the columns ``names`` (those it has) in one chunk, so that
+    :func:`ints` reads them without a copy; one column at a time, so the transient is one
+    column's size.  The other columns keep their chunks."""
+    for name in names:
+        at = table.schema.get_field_index(name)
+        if at < 0:
+            continue
+        col = table.column(at)
+        if col.num_chunks > 1:
+            table = table.set_column(at, table.field(at), pa.chunked_array([col.combine_chunks()]))
+    return table
 
 
 def _filled(chunk: pa.Array, fill: int) -> np.ndarray:

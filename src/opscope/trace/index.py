@@ -10,7 +10,10 @@ computed on first use:
   no consumer assumes either;
 * the string columns as :class:`~opscope.trace.arrays.Codes` (``source``, ``kind``, ``cat``,
   ``name``, ``pid``, ``tid``, ``lane``): integer codes into the sorted distinct values;
-* ``rank``, ``start``, ``dur``, ``end``, ``step`` (-1 when none);
+* ``rank``, ``start``, ``dur``, ``end``, ``step`` (-1 when none); ``ids``, ``start`` and
+  ``dur`` are read-only views of the table's buffers (:class:`~opscope.trace.model.Trace`
+  keeps those columns in one chunk), and ``rank`` of a one-rank table is one value repeated,
+  so none of them is held twice;
 * links as rows (-1 when none): ``parent`` (``parent_id``), ``op`` (``op_id``), ``launch``
   (``launch_id``);
 * the **op tree** (framework events of kind op, annotation and step nested with Python frames
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from opscope.trace.argtexts import ArgValues, arg_values
 from opscope.trace.arrays import Codes, ints, unique_inverse, valid
@@ -212,7 +216,15 @@ class EventIndex:
 
     @cached_property
     def rank(self) -> np.ndarray:
-        return ints(self.events.column("rank"), 0)
+        """Rank of each event; one read-only value repeated (no memory) when the table has one
+        rank."""
+        col = self.events.column("rank")
+        if self.n and not col.null_count:
+            bounds = pc.min_max(col)
+            lo, hi = int(bounds["min"].as_py()), int(bounds["max"].as_py())
+            if lo == hi:
+                return np.broadcast_to(np.int64(lo), (self.n,))
+        return ints(col, 0)
 
     @cached_property
     def start(self) -> np.ndarray:
@@ -284,7 +296,7 @@ class EventIndex:
     def depth(self) -> np.ndarray:
         """Ancestors of each event in the op tree (``tree_parent`` hops to the top)."""
         anc = self.tree_parent.copy()
-        depth: np.ndarray = (anc >= 0).astype(np.int64)
+        depth: np.ndarray = (anc >= 0).astype(np.int32)
         act = np.flatnonzero(anc >= 0)
         for _ in range(_MAX_JUMPS):
             a = anc[act]
@@ -296,10 +308,11 @@ class EventIndex:
                 break
         return depth
 
-    @cached_property
+    @property
     def child_dur(self) -> np.ndarray:
         """Summed durations of each event's direct children in the op tree, runtime calls
-        included (torch counts a launch as a child CPU event of its op)."""
+        included (torch counts a launch as a child CPU event of its op).  Computed on each
+        use, not kept: :attr:`self_ns` is kept."""
         tp = self.tree_parent
         child = (self.is_runtime | self.in_tree) & (tp >= 0)
         return np.bincount(tp[child], weights=self.dur[child], minlength=self.n).astype(np.int64)
@@ -309,9 +322,10 @@ class EventIndex:
         """Duration minus :attr:`child_dur`."""
         return np.asarray(self.dur - self.child_dur, dtype=np.int64)
 
-    @cached_property
+    @property
     def tree_children(self) -> np.ndarray:
-        """Op-tree children (op, annotation, step) of each event."""
+        """Op-tree children (op, annotation, step) of each event; computed on each use, not
+        kept (:attr:`is_leaf` is)."""
         tp = self.tree_parent
         child = self.in_tree & (tp >= 0)
         return np.bincount(tp[child], minlength=self.n).astype(np.int64)
