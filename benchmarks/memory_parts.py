@@ -45,6 +45,7 @@ SHARED = ROOT.parent / "shared" / "traces"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from analysis_parts import _run, tile  # noqa: E402
+from report import _run as run_process  # noqa: E402
 
 DEFAULT_TRACE = "cuda/a100_nccl_rank0_of2.json.gz"
 GOAL_BYTES_PER_EVENT = 400
@@ -133,7 +134,6 @@ def child(path: Path) -> dict[str, Any]:
     kept: dict[str, Any] = {}
 
     def measured(label: str, fn: Any) -> Any:
-        before = meter.read()
         reset = meter.reset_peak()
         out = fn()
         if label == "load (ingest)":
@@ -143,9 +143,9 @@ def child(path: Path) -> dict[str, Any]:
         elif label == "to_dict":
             kept["doc"] = out
         after = meter.read()
-        # the part's own peak: above the memory it started with (its temporaries included)
+        # the part's own peak (its temporaries included)
         peak = after["hwm"] if reset else float("nan")
-        rows.append({"part": label, **after, "peak": peak, "start_anon": before["anon"]})
+        rows.append({"part": label, **after, "peak": peak})
         return out
 
     n = _run(path, measured, lazy=True)
@@ -164,10 +164,9 @@ def held(kept: dict[str, Any]) -> dict[str, float]:
         return v.nbytes if isinstance(v, np.ndarray) and v.base is None else 0
 
     trace = kept["trace"]
-    index = sum(own(v) for v in vars(trace.index).values())
-    for v in vars(trace.index).values():
-        if hasattr(v, "__dict__") and not isinstance(v, np.ndarray):
-            index += sum(own(x) for x in vars(v).values())
+    index = 0
+    for v in vars(trace.index).values():  # its arrays, and those of its parts (codes, shapes)
+        index += own(v) + sum(own(x) for x in getattr(v, "__dict__", {}).values())
     graph = kept.get("graph")
     arrays: dict[int, int] = {}
     if graph is not None:
@@ -186,17 +185,8 @@ def whole_report(path: Path, tmp: Path) -> float:
     """Peak RSS (bytes) of a whole ``opscope report`` process on ``path``, cold cache."""
     env = dict(os.environ, OPSCOPE_CACHE_DIR=str(tmp / "cache"))
     cmd = [sys.executable, "-m", "opscope", "report", str(path), "--format", "json"]
-    proc = subprocess.Popen(
-        [*cmd, "-o", str(tmp / "report.json")],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    if status:
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise SystemExit(f"opscope report failed on {path}: {err[-2000:]}")
-    return float(usage.ru_maxrss * 1024)
+    _wall, rss_mib, _last = run_process([*cmd, "-o", str(tmp / "report.json")], env)
+    return rss_mib * MIB
 
 
 def show(name: str, got: dict[str, Any], baseline: float) -> None:
