@@ -7,12 +7,16 @@ is last now and then.  A straggler is named only with evidence above that noise
 * a rank's *lateness* at an instance is how much later it arrived than the latest of the
   other members (the smallest of the others' waits less its own: negative when another
   arrived after it);
-* the job's *noise*, for that rank, is the median over the instances of the spread of the
-  other members' arrivals (the largest of their waits less the smallest): how far apart
-  ranks arrive when this rank is left out.  Where the instances have one other member only
-  (two ranks), the others' spread is nothing; the noise is then the median of the other
-  rank's lateness where it was the one late (how late a rank is by chance), or, where this
-  rank is always last, the scaled median absolute deviation of its own lateness;
+* the job's *noise*, for that rank, is the larger of two figures: the median over the
+  instances of the spread of the other members' arrivals (the largest of their waits less
+  the smallest: how far apart ranks arrive when this rank is left out), and the median
+  lateness of the other ranks where one of them was the one last (how late a rank is by
+  chance: on a shared machine the ranks are last in turn, each by about as much; in control
+  runs of four gloo ranks on two cores a rank was last at 4 of 5 collectives by 1.5 ms with
+  the others 1.4 ms apart, while another rank, last at the fifth, was 1.6 ms late).  Where
+  the instances have one other member only (two ranks), the others' spread is nothing and
+  the second figure is the noise; where, besides, this rank is always last, the noise is
+  the scaled median absolute deviation of its own lateness;
 * the rank is *late beyond noise* at an instance when its lateness is over
   :data:`NOISE_FACTOR` times the noise.
 
@@ -71,16 +75,21 @@ def _matrices(instances: Sequence[Mapping[str, Any]]) -> Iterator[tuple[list[int
 
 def _by_rank(
     instances: Sequence[Mapping[str, Any]],
-) -> tuple[dict[int, list[np.ndarray]], dict[int, list[np.ndarray]]]:
-    """Each member rank's lateness at each instance it is a member of, and the other
-    members' arrival spread there (NaN where there is one other member only), as arrays per
-    block of instances of the same members."""
+) -> tuple[dict[int, list[np.ndarray]], dict[int, list[np.ndarray]], dict[int, list[np.ndarray]]]:
+    """Each member rank's lateness at each instance it is a member of, the other members'
+    arrival spread there (NaN where there is one other member only), and the lateness of
+    the other member that was last there (NaN where this rank was), as arrays per block of
+    instances of the same members."""
     late: dict[int, list[np.ndarray]] = {}
     spread: dict[int, list[np.ndarray]] = {}
+    others_late: dict[int, list[np.ndarray]] = {}
     for ranks, m in _matrices(instances):
         k = m.shape[1]
         srt = np.sort(m, axis=1)
         lo, lo2, hi, hi2 = srt[:, 0], srt[:, 1], srt[:, -1], srt[:, -2]
+        # the last rank waits least: its lateness is the next-smallest wait less its own
+        last_late = lo2 - lo
+        last_col = np.argmin(m, axis=1)
         for j, r in enumerate(ranks):
             col = m[:, j]
             min_others = np.where(col == lo, lo2, lo)
@@ -88,17 +97,23 @@ def _by_rank(
             late.setdefault(r, []).append(min_others - col)
             gap = max_others - min_others if k >= 3 else np.full(len(m), np.nan)
             spread.setdefault(r, []).append(gap)
-    return late, spread
+            other = (last_col != j) & (col != lo) & (last_late > 0)
+            others_late.setdefault(r, []).append(np.where(other, last_late, np.nan))
+    return late, spread, others_late
 
 
-def _noise(late: np.ndarray, spread: np.ndarray) -> tuple[float, str]:
-    """The job's noise for a rank of this lateness and others' spread, and how it was taken."""
+def _noise(late: np.ndarray, spread: np.ndarray, others_late: np.ndarray) -> tuple[float, str]:
+    """The job's noise for a rank of this lateness, others' spread and others' lateness
+    when last, and how it was taken."""
     known = spread[~np.isnan(spread)]
-    if len(known):
-        return float(np.median(known)), "the median spread of the other ranks' arrivals"
-    behind = -late[late < 0]  # the other rank's lateness where it was last
-    if len(behind):
+    behind = others_late[~np.isnan(others_late)]
+    if not len(known) and len(behind):  # two ranks
         return float(np.median(behind)), "the other rank's median lateness when it was last"
+    if len(known):
+        noise = float(np.median(known)), "the median spread of the other ranks' arrivals"
+        if len(behind) and float(np.median(behind)) > noise[0]:
+            return float(np.median(behind)), "the other ranks' median lateness when one was last"
+        return noise
     mad = float(np.median(np.abs(late - np.median(late)))) * MAD_SCALE if len(late) else 0.0
     return mad, "the spread (scaled MAD) of this rank's own lateness"
 
@@ -108,11 +123,11 @@ def evidence(instances: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]
     docstring): ``instances`` (those it is a member of), ``times_last``, ``late_instances``
     (late beyond noise), ``noise_us``, ``median_late_us`` (its median lateness where late
     beyond noise), ``test`` (the test, in words) and ``above_noise``."""
-    late_of, spread_of = _by_rank(instances)
+    late_of, spread_of, others_of = _by_rank(instances)
     rows: dict[int, tuple[np.ndarray, float, str, int]] = {}
     for r, parts in late_of.items():
         late = np.concatenate(parts)
-        noise, how = _noise(late, np.concatenate(spread_of[r]))
+        noise, how = _noise(late, np.concatenate(spread_of[r]), np.concatenate(others_of[r]))
         beyond = late[(late > NOISE_FACTOR * noise) & (late > 0)]
         rows[r] = (beyond, noise, how, len(late))
     # an instance has one rank late beyond noise at most (the one last, alone)
