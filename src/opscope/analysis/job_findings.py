@@ -7,9 +7,14 @@ analysis can see.
   the median *and* that excess is at least :data:`MIN_WALL_SHARE` (1 %) of the job's wall
   time *and* the excess is above the job's own noise, step by step (:func:`imbalance_evidence`:
   each step's compute, communication left out, against the median rank's in that step; the
-  excess counts where it is over :data:`IMBALANCE_FACTOR` (2) times the
-  median spread of the other ranks' compute in a step, and must count at
-  :data:`~opscope.analysis.lateness.MIN_INSTANCES` steps or more and at least half of them).
+  excess counts where it is over :data:`IMBALANCE_FACTOR` (2) times the job's noise, and must
+  count at :data:`~opscope.analysis.lateness.MIN_INSTANCES` steps or more and at least half
+  of them).  The noise is the larger of the median spread of the other ranks' compute in a
+  step and the spread (scaled median absolute deviation) of the rank's own excess over the
+  steps: a rank descheduled for 1-3 ms in some steps of 0.4 ms (seen on gloo ranks sharing
+  two cores; once in three of five steps on one rank) exceeds the others' spread in those
+  steps, but its excess swings by as much as it amounts to; a rank with more work exceeds
+  the median by about as much every step.
   Fewer steps than that: no claim, and the distributed section says the window is too short
   (:func:`window_notes`).  At stake: the excess (at every synchronising collective the others
   wait for it).
@@ -150,12 +155,12 @@ def imbalance_evidence(ranks: Sequence[RankReport], worst: int) -> dict[str, Any
         }
     excess = x[worst] - np.median(np.vstack(list(x.values())), axis=0)
     others = np.vstack([v for k, v in x.items() if k != worst])
+    own = float(np.median(np.abs(excess - np.median(excess)))) * MAD_SCALE
+    noise, how = own, "the spread (scaled MAD) of the excess over the steps"
     if others.shape[0] >= 2:
-        noise = float(np.median(others.max(axis=0) - others.min(axis=0)))
-        how = "the median spread of the other ranks' compute in a step"
-    else:
-        noise = float(np.median(np.abs(excess - np.median(excess)))) * MAD_SCALE
-        how = "the spread (scaled MAD) of the excess over the steps"
+        spread = float(np.median(others.max(axis=0) - others.min(axis=0)))
+        if spread >= own:
+            noise, how = spread, "the median spread of the other ranks' compute in a step"
     beyond = excess[(excess > IMBALANCE_FACTOR * noise) & (excess > 0)]
     return {
         "steps": len(steps),
