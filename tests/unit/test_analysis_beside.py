@@ -164,3 +164,18 @@ def test_a_shared_trace_reports_the_same_with_the_side_thread(
     monkeypatch.delenv(B.ENV)
     threaded = _report(shared("cuda/diff_pair/test_v100.json.gz"))
     assert threaded == serial
+
+
+def test_the_derived_tables_the_analysis_built_are_not_kept() -> None:
+    """The analysis forgets the op and kernel tables it built once the tables and rules have
+    read them (the path's section and the savings want the memory), and nothing reads them
+    again; tables built before it are the caller's, kept; the report is the same."""
+    fresh = _busy_trace()
+    assert fresh.derived_built() == ()
+    dropped = _report(fresh)
+    assert fresh.derived_built() == ()
+    kept_trace = _busy_trace()
+    kept_trace.ops  # noqa: B018 - built by the caller
+    kept = _report(kept_trace)
+    assert kept_trace.derived_built() == ("ops",)
+    assert b'"ops"' in dropped and kept == dropped

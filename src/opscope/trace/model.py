@@ -194,6 +194,18 @@ class Trace:
             self._kernels = build_kernels(self.index)
         return self._kernels
 
+    def derived_built(self) -> tuple[str, ...]:
+        """The derived tables (``ops``, ``kernels``) built so far."""
+        return tuple(n for n in ("ops", "kernels") if getattr(self, f"_{n}") is not None)
+
+    def drop_derived(self, keep: tuple[str, ...] = ()) -> None:
+        """Forget the derived tables not named in ``keep`` (rebuilt when next read): one
+        pass of work that reads them is done and the memory is wanted for another."""
+        if "ops" not in keep:
+            self._ops = None
+        if "kernels" not in keep:
+            self._kernels = None
+
     def column(self, name: str) -> list[Any]:
         """A column as a Python list (dictionary columns decoded)."""
         col = self.events.column(name)
