@@ -6,7 +6,9 @@
   either side, which exist;
 * every finding's ``step_savings_us`` is at most its time at stake and at most the path;
 * a hotspot's saving is the what-if its ``details.what_if`` spec gives (the same number
-  ``opscope report --what-if`` prints), within 2 %.
+  ``opscope report --what-if`` prints), within 2 %;
+* a fix that leaves the window's path alone (``fixes.off_the_path``: not solved again)
+  saves exactly what solving its what-if gives.
 
 A trace with graph replays and a capture beside it is checked as read and with the capture
 merged (the golden reports' ``+graph_capture`` cases).
@@ -22,13 +24,16 @@ from typing import Any
 import pytest
 
 from golden_reports import CAPTURED, SHARED, cases
-from opscope.analysis.critical.section import rank_graph, what_if
+from opscope.analysis.critical.fixes import fix_savings, fix_weights, off_the_path
+from opscope.analysis.critical.section import rank_graph, what_if, window_path
 from opscope.analysis.pipeline import analyze
 from opscope.trace import load
 
 pytestmark = pytest.mark.shared
 
 TRACES = [c for c in cases() if c.startswith("traces/") and "capture_traces/" not in c]
+#: the analysed reports (their findings, with their fixes), by case
+_REPORTS: dict[str, Any] = {}
 
 
 @cache
@@ -42,7 +47,9 @@ def _analysed(rel: str) -> tuple[Any, dict[str, Any]] | None:
 
         trace = with_captures(trace, SHARED / rel.removesuffix(CAPTURED))
         assert trace.graph_capture is not None and trace.graph_capture.matched_kernels > 0
-    return trace, analyze(trace).to_dict()
+    report = analyze(trace)
+    _REPORTS[rel] = report
+    return trace, report.to_dict()
 
 
 def _report(rel: str) -> tuple[Any, dict[str, Any]]:
@@ -99,3 +106,41 @@ def test_savings_are_bounded_and_hotspots_are_their_what_if(
             graph = graph or rank_graph(trace, None)
             answer = what_if(trace, graph, f["details"]["what_if"])
             assert saved == pytest.approx(answer["saved_us"], rel=0.02, abs=0.01), f["title"]
+
+
+@pytest.mark.parametrize("rel", TRACES)
+def test_a_fix_off_the_path_saves_what_solving_its_what_if_gives(
+    shared: Callable[[str], Path], rel: str
+) -> None:
+    trace, _doc = _report(rel)
+    findings = _REPORTS[rel].findings
+    fixes = [f.fix for f in findings]
+    if not any(fix is not None for fix in fixes):
+        pytest.skip(f"{rel}: no finding with a fix")
+    graph = rank_graph(trace, None)
+    base = window_path(trace, graph)
+    rows = [f.to_dict() for f in findings]
+    solved = fix_savings(trace.index, graph, rows, fixes, base.length_ns)
+    assert (
+        fix_savings(trace.index, graph, rows, fixes, base.length_ns, base_edges=base.edges)
+        == solved
+    )
+
+
+def test_fixes_off_the_path_are_found(shared: Callable[[str], Path]) -> None:
+    """On the MI300X OWLv2 trace the hotspots' and the fusion's fixes lighten ops that are
+    off the window's path: not solved again, they save nothing, as solving them says."""
+    rel = "traces/rocm/mi300x_models/owlv2_large.json.gz"
+    if rel not in TRACES:
+        pytest.skip(f"{rel}: not a shared case here")
+    trace, _doc = _report(rel)
+    graph = rank_graph(trace, None)
+    base = window_path(trace, graph)
+    off = [
+        f
+        for f in _REPORTS[rel].findings
+        if f.fix is not None
+        and off_the_path(graph.weight, *fix_weights(trace.index, graph, f.fix), base.edges)
+    ]
+    assert len(off) >= 3 and {f.kind for f in off} >= {"hotspots", "fusion"}
+    assert all(f.step_savings_us == 0.0 for f in off)

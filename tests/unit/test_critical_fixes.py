@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from test_findings_kit import Doc
 
-from opscope.analysis.critical.fixes import Fix, FixPart, fix_weights, part_of_name
+from opscope.analysis.critical.fixes import Fix, FixPart, fix_weights, off_the_path, part_of_name
 from opscope.analysis.critical.section import (
     WhatIfError,
     finding_savings,
@@ -122,3 +122,14 @@ def test_a_gap_fix_takes_the_host_time_inside_its_ranges() -> None:
     # launch latency 10; a's first 30 µs and k2 stay
     assert int(g.weight.sum() - w.sum()) == 180_000
     assert finding_savings(tr, g, [{"time_at_stake_us": 170.0}], [fix]) == [170.0]
+
+
+def test_a_fix_is_off_the_path_only_when_it_lightens_nothing_on_it() -> None:
+    weight = np.array([5, 7, 3, 4])
+    path = np.array([0, 1])  # the longest path's edges
+    assert off_the_path(weight, np.array([5, 7, 1, 0]), None, path)  # lighter elsewhere
+    assert not off_the_path(weight, np.array([5, 6, 3, 4]), None, path)  # on the path
+    assert not off_the_path(weight, np.array([5, 7, 3, 9]), None, path)  # heavier elsewhere
+    drop_other = np.array([True, True, False, True])
+    assert off_the_path(weight, weight.copy(), drop_other, path)
+    assert not off_the_path(weight, weight.copy(), np.array([True, False, True, True]), path)

@@ -235,10 +235,15 @@ def fix_savings(
     findings: Sequence[Mapping[str, Any]],
     fixes: Sequence[Fix | None],
     base_ns: int,
+    *,
+    base_edges: np.ndarray | None = None,
 ) -> list[float | None]:
     """Each finding's ``step_savings_us``: the window path's length less its length with the
     finding's fix made (the what-if of the fix), at most its time at stake; 0 for a finding
-    with nothing at stake, None for one with no fix (``fixes``: one per finding, in order)."""
+    with nothing at stake, None for one with no fix (``fixes``: one per finding, in order).
+    ``base_edges``: the window path's edges (solved with the graph's own weights); given,
+    a fix that only lightens or drops edges off that path is not solved again
+    (:func:`off_the_path`)."""
     from opscope.analysis.critical.path import solve
 
     out: list[float | None] = []
@@ -255,11 +260,32 @@ def fix_savings(
         if key not in memo:
             w, keep = fix_weights(idx, graph, fix)
             changed = keep is not None or bool((w != graph.weight).any())
-            memo[key] = solve(graph, w, keep).length_ns if changed else base_ns
+            if not changed or (
+                base_edges is not None and off_the_path(graph.weight, w, keep, base_edges)
+            ):
+                memo[key] = base_ns
+            else:
+                memo[key] = solve(graph, w, keep).length_ns
         # less work never lengthens the step (see section.no_longer)
         saved = max(0, base_ns - memo[key]) / 1000.0
         out.append(round(min(at_stake, saved), 3))
     return out
+
+
+def off_the_path(
+    weight: np.ndarray, fixed: np.ndarray, keep: np.ndarray | None, path_edges: np.ndarray
+) -> bool:
+    """Whether weights ``fixed`` (edges ``keep``, None: all) leave the longest path of
+    ``weight`` whose edges are ``path_edges`` the longest, and the one the search returns:
+    no edge weighs more and none on the path weighs less or is dropped.  Every other path
+    then weighs what it did or less while this one weighs the same, so at every node the
+    search keeps the predecessor it chose before (the ties it broke only lose members), and
+    the what-if's path is the window's own: it saves nothing."""
+    if keep is not None and not bool(keep[path_edges].all()):
+        return False
+    if bool((fixed[path_edges] != weight[path_edges]).any()):
+        return False
+    return bool((fixed <= weight).all())
 
 
 __all__ = [
@@ -270,5 +296,6 @@ __all__ = [
     "collective_rows",
     "fix_savings",
     "fix_weights",
+    "off_the_path",
     "part_of_name",
 ]

@@ -506,6 +506,7 @@ def finding_savings(
         findings,
         list(fixes) if fixes is not None else [getattr(f, "fix", None) for f in findings],
         base.length_ns,
+        base_edges=base.edges,
     )
     on_path: _OnPath | None = None
     out: list[float] = []
