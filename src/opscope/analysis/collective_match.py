@@ -386,8 +386,10 @@ def stragglers(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
     * it is late beyond the job's own noise, consistently
       (:func:`opscope.analysis.lateness.evidence`: later than the latest other rank by over
-      the median spread of the other ranks' arrivals at 3 collectives or more, and at half or
-      more of all the collectives where a rank is that late).  Its row says the test (``evidence``).
+      the median spread of the other ranks' arrivals, and over the other ranks' median
+      lateness when one of them was last, at 3 collectives or more, and at half or more of
+      all the collectives where a rank is that late, by count or by time).  Its row says the
+      test (``evidence``).
 
     Only the ranks that stand out are returned.
     """
