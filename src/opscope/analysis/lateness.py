@@ -89,7 +89,6 @@ def _by_rank(
         lo, lo2, hi, hi2 = srt[:, 0], srt[:, 1], srt[:, -1], srt[:, -2]
         # the last rank waits least: its lateness is the next-smallest wait less its own
         last_late = lo2 - lo
-        last_col = np.argmin(m, axis=1)
         for j, r in enumerate(ranks):
             col = m[:, j]
             min_others = np.where(col == lo, lo2, lo)
@@ -97,7 +96,7 @@ def _by_rank(
             late.setdefault(r, []).append(min_others - col)
             gap = max_others - min_others if k >= 3 else np.full(len(m), np.nan)
             spread.setdefault(r, []).append(gap)
-            other = (last_col != j) & (col != lo) & (last_late > 0)
+            other = (col != lo) & (last_late > 0)  # another rank was last, alone
             others_late.setdefault(r, []).append(np.where(other, last_late, np.nan))
     return late, spread, others_late
 
@@ -107,13 +106,14 @@ def _noise(late: np.ndarray, spread: np.ndarray, others_late: np.ndarray) -> tup
     when last, and how it was taken."""
     known = spread[~np.isnan(spread)]
     behind = others_late[~np.isnan(others_late)]
-    if not len(known) and len(behind):  # two ranks
-        return float(np.median(behind)), "the other rank's median lateness when it was last"
+    when_last = float(np.median(behind)) if len(behind) else None
     if len(known):
-        noise = float(np.median(known)), "the median spread of the other ranks' arrivals"
-        if len(behind) and float(np.median(behind)) > noise[0]:
-            return float(np.median(behind)), "the other ranks' median lateness when one was last"
-        return noise
+        noise = float(np.median(known))
+        if when_last is not None and when_last > noise:
+            return when_last, "the other ranks' median lateness when one was last"
+        return noise, "the median spread of the other ranks' arrivals"
+    if when_last is not None:  # two ranks
+        return when_last, "the other rank's median lateness when it was last"
     mad = float(np.median(np.abs(late - np.median(late)))) * MAD_SCALE if len(late) else 0.0
     return mad, "the spread (scaled MAD) of this rank's own lateness"
 
