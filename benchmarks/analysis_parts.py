@@ -59,6 +59,7 @@ def tile(seed: Path, n_events: int, out: Path) -> Path:
     ]
     step_span = (max(steps) - min(steps) + 1) if steps else 0
     tmp = path.with_suffix(".tmp")
+    out.mkdir(parents=True, exist_ok=True)
     with tmp.open("wb") as fh:
         head = orjson.dumps(meta)[:-1]
         fh.write(head + (b',"traceEvents":[\n' if len(head) > 1 else b'"traceEvents":[\n'))
