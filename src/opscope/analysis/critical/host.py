@@ -158,6 +158,7 @@ def host_chains(
         chains = _chain_edges_native(_native, bd, order, rows)
     else:
         chains = _chain_edges_numpy(bd, order, t, rows)
+    del order
     work_rows = hrows[work[hrows]]
     work_parent = host_parent(idx, work)
     loop = np.zeros(int(idx.thread.max()) + 1 if idx.n else 0, dtype=bool)
@@ -166,7 +167,7 @@ def host_chains(
     bd.edges.add(src, dst, w, what, tie)
     # the chains' row- and node-sized arrays go before the hand-offs make theirs (a
     # 10M-event trace's peak is here, beside the op tables)
-    del src, dst, w, what, tie, chains, rows, parent, t, order, host, container, work, loop
+    del src, dst, w, what, tie, chains, rows, parent, t, host, container, work, loop
     handoffs(bd, work_parent, work_rows)
 
 
@@ -195,20 +196,24 @@ def _attribute(
     # w, label and att are the chain passes' own fresh arrays: changed in place, no copies
     tie = np.zeros(len(src), dtype=np.int8)
     nh = len(hrows)
-    on_loop = loop[idx.thread[hrows[src % nh]]] if nh else np.zeros(0, dtype=bool)
+    # per host row first, then per edge: one edge-sized temporary, not three
+    on_loop = loop[idx.thread[hrows]][src % nh] if nh else np.zeros(0, dtype=bool)
     has = att >= 0
     if container.any():
         owner = owners(parent, container)
-        own = np.where(has, owner[np.maximum(att, 0)], -1)
-        cont = has & container[np.maximum(own, 0)]
+        # gathers with the index clipped (-1 reads row 0, masked after): no index temporaries
+        own = owner.take(att, mode="clip")
+        del owner
+        own[~has] = -1
+        cont = has & container.take(own, mode="clip")
         other = cont & ~on_loop  # weighed below, as a gap between top-level events
         label[other] = NONE
         own[other] = -1
         w[other & (kind != RESUME)] = 0
         named = cont & on_loop
-        step = named & idx.kind.eq("step")[np.maximum(own, 0)]
+        step = named & idx.kind.eq("step").take(own, mode="clip")
         label[named] = CPU
-        label[named & data[np.maximum(own, 0)]] = DATA
+        label[named & data.take(own, mode="clip")] = DATA
         tie[named] = RANGE_TIE
         label[step] = UNTRACED
         own[step] = -1
@@ -342,20 +347,34 @@ def handoffs(b: Build, parent: np.ndarray, hrows: np.ndarray | None = None) -> N
         if hi - lo > 1:
             prev_end[lo + 1 : hi] = np.maximum.accumulate(ends[lo : hi - 1])
     ops = hrows[idx.kind.eq("op")[hrows]]
-    proc = idx.rank.astype(np.int64) * (len(idx.pid.values) + 1) + idx.pid.codes
-    # every node of the graph's host rows (ranges included), by thread and time: the calling
-    # thread goes on at its first node after the backward thread is done (the end of a range
-    # it waited in, e.g. ``## backward ##``), not only at its next op
-    allr = b.hrows
-    n_t = np.concatenate([start[allr], end[allr]])
-    n_id = np.concatenate([start_node[allr], end_node[allr]])
-    n_th = np.concatenate([thread[allr], thread[allr]])
-    n_order = np.lexsort((n_t, n_th))
-    n_t, n_id, n_th = n_t[n_order], n_id[n_order], n_th[n_order]
+    # the process of each op (rank and pid), and per backward thread the threads of its
+    # process that run ops: the callers it hands work to and takes it from
+    n_pid = len(idx.pid.values) + 1
+    proc = idx.rank[ops].astype(np.int64) * n_pid + idx.pid.codes[ops]
+    callers: dict[int, np.ndarray] = {}
     for bt in bwd_threads.tolist():
-        p0 = proc[hrows[thread[hrows] == bt][0]]
-        others = unique_ints(thread[ops[(proc[ops] == p0) & (thread[ops] != bt)]])
-        for ot in others.tolist():
+        r0 = int(hrows[thread[hrows] == bt][0])
+        p0 = int(idx.rank[r0]) * n_pid + int(idx.pid.codes[r0])
+        callers[bt] = unique_ints(thread[ops[(proc == p0) & (thread[ops] != bt)]])
+    del proc, ops
+    # every node of the callers' host rows (ranges included), by thread and time: a caller
+    # goes on at its first node after the backward thread is done (the end of a range it
+    # waited in, e.g. ``## backward ##``), not only at its next op.  Only the callers' rows,
+    # and each array sorted in turn (at 10M events these were the graph's largest temporaries)
+    allr = b.hrows
+    is_caller = np.zeros(int(thread.max()) + 1, dtype=bool)
+    for th_codes in callers.values():
+        is_caller[th_codes] = True
+    allr = allr[is_caller[thread[allr]]]
+    n_th = np.concatenate([thread[allr], thread[allr]])
+    n_t = np.concatenate([start[allr], end[allr]])
+    n_order = np.lexsort((n_t, n_th))
+    n_t = n_t[n_order]
+    n_th = n_th[n_order]
+    n_id = np.concatenate([start_node[allr], end_node[allr]])[n_order]
+    del n_order, allr
+    for bt in bwd_threads.tolist():
+        for ot in callers[bt].tolist():
             for t_to, t_from in ((ot, bt), (bt, ot)):
                 g = th == t_to
                 fb, lo_t = top[g], prev_end[g]
