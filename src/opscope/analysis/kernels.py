@@ -62,7 +62,7 @@ def _neff_names(trace: Trace, k: pa.Table) -> list[str]:
     out: list[str] = []
     for name, args in zip(
         k.column("name").cast(pa.string()).to_pylist(),
-        trace.events.column("args").take(rows).to_pylist(),
+        trace.index.args_take(rows).to_pylist(),
         strict=True,
     ):
         model = decode_args(args).get("model_name")

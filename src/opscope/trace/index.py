@@ -46,10 +46,11 @@ import pyarrow.compute as pc
 
 from opscope.trace.argtexts import ArgValues, arg_values
 from opscope.trace.arrays import Codes, ints, unique_inverse, valid
+from opscope.trace.packed import PackedText
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 # Device events that are work (device time): kernels, copies, sets, collectives, Neuron
 # executions.  Device annotations and stream waits are not.
@@ -79,6 +80,8 @@ class EventIndex:
     def __init__(self, events: pa.Table) -> None:
         self.events = events
         self.n = int(events.num_rows)
+        # the ``args`` column when it is kept packed (:meth:`use_packed_args`), else None
+        self._packed_args: PackedText | None = None
         self._memo: dict[str, Any] = {}
         self._memo_locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -377,16 +380,56 @@ class EventIndex:
         return unique_inverse(key)[1]
 
     # -- args --------------------------------------------------------------------------------
+    # Every reader of the ``args`` text goes through these three: the column may be kept
+    # packed (Trace.pack_args), out of the event table.
     def args_text(self, row: int) -> str | None:
         """The ``args`` text of one row."""
+        if self._packed_args is not None:
+            return self._packed_args.value(row)
         value = self.events.column("args")[row].as_py()
         return None if value is None else str(value)
+
+    def args_take(self, rows: np.ndarray | pa.Array | list[int]) -> pa.Array:
+        """The ``args`` text of ``rows`` (in that order) as one string array."""
+        if self._packed_args is not None:
+            return self._packed_args.take(rows)
+        got = self.events.column("args").take(
+            rows if isinstance(rows, pa.Array) else pa.array(rows, pa.int64())
+        )
+        return got.combine_chunks() if isinstance(got, pa.ChunkedArray) else got
+
+    def args_column(self) -> pa.ChunkedArray:
+        """The whole ``args`` column (unpacked again when it is kept packed)."""
+        if self._packed_args is not None:
+            return self._packed_args.column()
+        return self.events.column("args")
+
+    def args_chunks(self) -> Iterator[pa.Array]:
+        """The ``args`` column a piece at a time, in row order (a packed column one block
+        at a time: a pass over every row never holds the whole text)."""
+        if self._packed_args is not None:
+            yield from self._packed_args.blocks()
+        else:
+            yield from self.events.column("args").chunks
+
+    @property
+    def packed_args(self) -> PackedText | None:
+        """The ``args`` column when it is kept packed (:meth:`use_packed_args`), else None."""
+        return self._packed_args
+
+    def use_packed_args(self, packed: PackedText, events: pa.Table) -> None:
+        """Read ``args`` from ``packed`` from now on; ``events``: the event table without
+        the column (the index lets the one with it go)."""
+        if len(packed) != self.n or events.num_rows != self.n:
+            raise ValueError("the packed args and the table are not of this index's rows")
+        self._packed_args = packed
+        self.events = events
 
     @cached_property
     def arg_values(self) -> ArgValues:
         """The shape and layout values of the framework events' ``args``
         (:func:`opscope.trace.argtexts.arg_values`); other events have none."""
-        return arg_values(self.events.column("args"), self.is_framework)
+        return arg_values(self.args_column(), self.is_framework)
 
     @cached_property
     def shapes(self) -> Shapes:

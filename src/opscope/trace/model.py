@@ -26,6 +26,7 @@ import pyarrow as pa
 from opscope.errors import OpscopeError
 from opscope.trace.arrays import one_chunk
 from opscope.trace.device import DeviceInfo, detect_device
+from opscope.trace.schema import EVENT_SCHEMA
 from opscope.trace.sqlsafe import SqlResult, TableSource, TraceSql
 
 if TYPE_CHECKING:
@@ -143,6 +144,7 @@ class Trace:
         self._index: EventIndex | None = None
         self._ops: pa.Table | None = None
         self._kernels: pa.Table | None = None
+        self._args_packed = False
         self._sql = TraceSql(self._sql_sources)  # connects on the first query
         # Neuron Explorer tables when the trace is a Neuron profile (see NeuronTables)
         self.neuron: NeuronTables | None = None
@@ -206,8 +208,40 @@ class Trace:
         if "kernels" not in keep:
             self._kernels = None
 
+    @property
+    def args_packed(self) -> bool:
+        """Whether ``args`` is kept packed, out of :attr:`events` (:meth:`pack_args`)."""
+        return self._args_packed
+
+    def pack_args(self) -> None:
+        """Keep the ``args`` text compressed, out of :attr:`events`, for the rest of this
+        trace's life (:mod:`opscope.trace.packed`): for a command that analyses the trace once.
+        The index reads the column whole first (its shapes and layouts); after that the
+        analysis reads ``args`` through the index (``args_text``, ``args_take``), and
+        :attr:`events` has no ``args`` column (:meth:`events_with_args` rebuilds it).  At 10M
+        events the column goes from about 1 GB to about 70 MB."""
+        if self._args_packed or "args" not in self.events.column_names:
+            return
+        from opscope.trace.packed import PackedText
+
+        idx = self.index
+        _ = idx.arg_values  # the one read of the whole column
+        packed = PackedText(self.events.column("args"))
+        self.events = self.events.drop_columns(["args"])
+        idx.use_packed_args(packed, self.events)
+        self._args_packed = True
+
+    def events_with_args(self) -> pa.Table:
+        """The event table with its ``args`` column (unpacked again when it is packed)."""
+        if not self._args_packed:
+            return self.events
+        at = EVENT_SCHEMA.get_field_index("args")
+        return self.events.add_column(at, EVENT_SCHEMA.field("args"), self.index.args_column())
+
     def column(self, name: str) -> list[Any]:
         """A column as a Python list (dictionary columns decoded)."""
+        if name == "args" and self._args_packed:
+            return list(self.index.args_column().to_pylist())
         col = self.events.column(name)
         if pa.types.is_dictionary(col.type):
             col = col.cast(pa.string())
@@ -216,7 +250,7 @@ class Trace:
     def _sql_sources(self) -> dict[str, TableSource]:
         """The tables SQL sees, by name, each as the function that builds it."""
         sources: dict[str, TableSource] = {
-            "events": lambda: self.events,
+            "events": self.events_with_args,
             "ops": lambda: self.ops,
             "kernels": lambda: self.kernels,
         }

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.analysis.costs import itemsize
@@ -168,8 +167,8 @@ class EventView:
         """``args(row).get(key)`` of each row when it is a string, else None (an object
         array); read off the texts where that is sure, decoded otherwise."""
         rows = np.asarray(rows, dtype=np.int64)
-        texts = self.index.events.column("args").take(pa.array(rows))
-        values, sure = top_level_strings(texts.combine_chunks(), key)
+        texts = self.index.args_take(rows)
+        values, sure = top_level_strings(texts, key)
         for i in np.flatnonzero(~sure).tolist():
             got = self.args(int(rows[i])).get(key)
             values[i] = got if isinstance(got, str) else None
@@ -228,14 +227,17 @@ class EventView:
 
         def build() -> np.ndarray:
             ix = self.index
-            args = ix.events.column("args")
-            odd = bools(
-                pc.and_(
-                    pc.greater(pc.binary_length(args), 0),
-                    pc.invert(pc.starts_with(args, "{")),
+            odd = [
+                bools(
+                    pc.and_(
+                        pc.greater(pc.binary_length(args), 0),
+                        pc.invert(pc.starts_with(args, "{")),
+                    )
                 )
-            )
-            return np.asarray(ix.is_framework & ~odd, dtype=bool)
+                for args in ix.args_chunks()
+            ]
+            flat = np.concatenate(odd) if odd else np.zeros(0, dtype=bool)
+            return np.asarray(ix.is_framework & ~flat, dtype=bool)
 
         out: np.ndarray = self.index.memo("findings.plain_args", build)
         return out

@@ -301,13 +301,12 @@ def _shape_reprs(v: EventView, rows: np.ndarray) -> list[str]:
     (once per distinct shape) where it read them; decoded otherwise."""
     codes = v.input_codes(rows)
     shapes = v.index.shapes
-    args = v.index.events.column("args")
     # no "Input Dims" in the text: both None, unless a type is recorded or an escape hides
     # a key
     plain = np.ones(len(rows), dtype=bool)
     none = np.flatnonzero(codes == -1)
     if len(none):
-        texts = args.take(pa.array(rows[none]))
+        texts = v.index.args_take(rows[none])
         plain[none] = ~bools(pc.match_substring_regex(texts, r'"Input type"|\\'))
     out: list[str] = []
     memo: dict[int, str] = {}

@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.analysis.critical.fixes import Fix, FixPart
@@ -88,7 +87,7 @@ def _double_ops(v: EventView) -> np.ndarray:
     # code -2: args the index does not read; their text is searched, then decoded one by one
     odd = ops[codes == -2]
     if len(odd):
-        text = v.index.events.column("args").take(pa.array(odd))
+        text = v.index.args_take(odd)
         odd = odd[bools(pc.match_substring(text, '"double"'))]
     cand = np.sort(
         np.concatenate([odd, ops[(codes >= 0) & spelled[np.where(codes >= 0, codes, -1)]]])

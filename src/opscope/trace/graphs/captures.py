@@ -161,11 +161,10 @@ def _capture(
     lo, hi = window
     names = idx.name.values_at(calls)
     kinds = tuple(node_kind(n or "") for n in names)
-    args = trace.events.column("args")
     kernel_names: list[str | None] = []
     node_ids: list[int | None] = []
     for row, kind in zip(calls.tolist(), kinds, strict=True):
-        a = decode_args(args[row].as_py())
+        a = decode_args(idx.args_text(row))
         k = a.get("kernel")
         kernel_names.append(str(k) if kind == "kernel" and isinstance(k, str) else None)
         n = a.get(NODE_ID_ARG)

@@ -108,9 +108,7 @@ def find_replays(index: EventIndex) -> list[Replay]:
     stream = index.lane.codes[work].astype(np.int64)
     order = np.lexsort((work, stream, index.start[work], launch[work]))
     work, stream = work[order], stream[order]
-    args = index.events.column("args").take(pa.array(work))
-    if isinstance(args, pa.ChunkedArray):
-        args = args.combine_chunks()
+    args = index.args_take(work)
     has_any = bool(pc.any(pc.match_substring(args.fill_null(""), NODE_ID_ARG)).as_py())
     if has_any:
         node, node_ok = _int_arg(args, NODE_ID_ARG)
