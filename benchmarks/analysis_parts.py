@@ -87,9 +87,10 @@ def tile(seed: Path, n_events: int, out: Path) -> Path:
     return path
 
 
-def _run(path: Path, timed: Any, *, lazy: bool = False) -> int:
+def _run(path: Path, timed: Any, *, lazy: bool = False, pack: bool = False) -> int:
     """One fresh load and every part of the report after it (``lazy``: the report dict as
-    ``opscope report`` makes it, its large lists written when the renderer reads them)."""
+    ``opscope report`` makes it, its large lists written when the renderer reads them;
+    ``pack``: the trace's ``args`` packed after the load, as ``opscope report`` has it)."""
     from opscope.analysis import pipeline
     from opscope.analysis.findings import Context, rules
     from opscope.analysis.kernels import kernel_table
@@ -101,6 +102,8 @@ def _run(path: Path, timed: Any, *, lazy: bool = False) -> int:
     from opscope.trace import load
 
     tr = timed("load (ingest)", lambda: load(path, cache=False))
+    if pack:
+        timed("pack args", tr.pack_args)
     timed("derived.ops", lambda: tr.ops)
     timed("derived.kernels", lambda: tr.kernels)
     timed("device", lambda: tr.device)

@@ -8,7 +8,8 @@ The companion of ``analysis_parts.py`` (which times the same parts): each size r
 fresh child process with the memory settings ``opscope report`` runs with
 (``cli.main.trace_reader_memory(heap_only=True)``: Arrow on the C library's allocator, one
 glibc arena, no mmap) and the analysis on one thread (``OPSCOPE_ANALYSIS_THREADS=1``, so
-that each part's memory is its own).  After each part it reads:
+that each part's memory is its own), the trace's ``args`` packed after the load as the report
+packs them (``Trace.pack_args``).  After each part it reads:
 
 * ``live``: bytes in use, glibc's (``mallinfo2``: ``uordblks + hblkhd``) plus Arrow's jemalloc
   pool (where the ingest builds the event table, ``trace.mempool``);
@@ -21,7 +22,8 @@ JSON in pieces, as ``opscope report --format json`` writes it.  Before each part
 is set back to the RSS (``/proc/self/clear_refs``), so each part's own peak is read too.
 Printed per part: live, heap and anon after it (MiB), its peak, its temporaries (its peak
 less its RSS after it: memory it held only while it ran), and its growth of ``live`` in bytes
-per event; at the end what the live bytes are: the event table (Arrow's ``nbytes``), the event
+per event; at the end what the live bytes are: the event table (Arrow's ``nbytes``, and the
+packed ``args``), the event
 index's arrays (those not views of the table), the critical path's graph arrays, and the
 rest (op tables, findings, the path's section, caches).  The baseline printed beside it is a
 whole ``opscope report FILE --format json`` process on the same file (its peak RSS from
@@ -148,7 +150,7 @@ def child(path: Path) -> dict[str, Any]:
         rows.append({"part": label, **after, "peak": peak})
         return out
 
-    n = _run(path, measured, lazy=True)
+    n = _run(path, measured, lazy=True, pack=True)
     from opscope.render.json_render import render_json_chunks
 
     doc = kept.pop("doc")
@@ -174,8 +176,10 @@ def held(kept: dict[str, Any]) -> dict[str, float]:
             for a in v if isinstance(v, tuple) else (v,):
                 if isinstance(a, np.ndarray):
                     arrays[id(a)] = a.nbytes
+    packed = trace.index.packed_args
     return {
-        "table": float(trace.events.nbytes),
+        # the table without its args, and the args packed (as `opscope report` holds them)
+        "table": float(trace.events.nbytes + (0 if packed is None else packed.nbytes)),
         "index": float(index),
         "graph": float(sum(arrays.values())),
     }

@@ -135,8 +135,10 @@ def canonical(data: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def report_of(rel: str) -> dict[str, Any] | None:
-    """The canonical report of one case, or None for a trace opscope refuses (with reason)."""
+def report_of(rel: str, *, pack_args: bool = False) -> dict[str, Any] | None:
+    """The canonical report of one case, or None for a trace opscope refuses (with reason);
+    ``pack_args``: with the trace's ``args`` packed for the analysis, as ``opscope report``
+    has it."""
     from opscope.analysis.pipeline import analyze
     from opscope.errors import TraceError
 
@@ -146,9 +148,9 @@ def report_of(rel: str) -> dict[str, Any] | None:
             from opscope.trace.graphs import with_captures
 
             path = SHARED / rel.removesuffix(CAPTURED)
-            report = analyze(with_captures(load(path), path), peaks=CPU_PEAKS)
+            report = analyze(with_captures(load(path), path), peaks=CPU_PEAKS, pack_args=pack_args)
         else:
-            report = analyze(SHARED / rel, peaks=CPU_PEAKS)
+            report = analyze(SHARED / rel, peaks=CPU_PEAKS, pack_args=pack_args)
     except TraceError as exc:
         text = str(exc)
         for prefix in {str(SHARED.resolve()), str(SHARED), str(SHARED.absolute())}:

@@ -21,12 +21,15 @@ CASES = cases()
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared not present (a user's clone)")
+@pytest.mark.parametrize("pack_args", [False, True], ids=["args", "packed_args"])
 @pytest.mark.parametrize("rel", CASES or ["<none>"])
-def test_report_matches_golden(rel: str) -> None:
+def test_report_matches_golden(rel: str, pack_args: bool) -> None:
+    """Also with the ``args`` text packed out of the event table, as ``opscope report`` runs
+    the analysis: every reader of it goes through the index."""
     path = golden_path(rel)
     assert path.is_file(), f"no golden report for {rel}: python tests/golden_reports.py --write"
     want = orjson.loads(gzip.decompress(path.read_bytes()))
-    got = report_of(rel)
+    got = report_of(rel, pack_args=pack_args)
     diffs = differences(
         ties_in_one_order(without_new_findings(want)), ties_in_one_order(without_new_findings(got))
     )

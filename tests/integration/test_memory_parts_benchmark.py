@@ -39,6 +39,7 @@ def test_parts_and_the_table_they_count(tmp_path: Path) -> None:
     (fig,) = json.loads(out.read_text())
     parts = [r["part"] for r in fig["rows"]]
     assert parts[0] == "start" and parts[1] == "load (ingest)" and parts[-1] == "JSON written"
+    assert parts[2] == "pack args"
     assert parts.index("critical path graph") < parts.index("critical path section")
     assert any(p.startswith("rule ") for p in parts)
 
@@ -46,14 +47,18 @@ def test_parts_and_the_table_they_count(tmp_path: Path) -> None:
 
     trace = load(fig["file"], cache=False)
     assert fig["events"] == len(trace) > 15_000
-    assert fig["held"]["table"] == trace.events.nbytes
+    full = trace.events.nbytes
+    trace.pack_args()  # as the report holds it
+    packed = trace.index.packed_args
+    assert packed is not None and trace.events.nbytes < full
+    assert fig["held"]["table"] == trace.events.nbytes + packed.nbytes
     assert fig["held"]["graph"] > 0 and fig["held"]["index"] > 0
     rows = {r["part"]: r for r in fig["rows"]}
     assert fig["report_peak_rss"] > 20 * 2**20
     for r in fig["rows"]:
         assert r["hwm"] >= r["anon"] > 0
     if "live" in rows["start"]:  # glibc 2.33+
-        assert rows["load (ingest)"]["live"] - rows["start"]["live"] > trace.events.nbytes / 2
+        assert rows["load (ingest)"]["live"] - rows["start"]["live"] > full / 2
         graph_at = parts.index("critical path graph")
         assert fig["rows"][graph_at]["live"] > fig["rows"][graph_at - 1]["live"]
     name = Path(fig["file"]).name

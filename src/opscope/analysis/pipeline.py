@@ -223,6 +223,7 @@ def analyze(
     peaks: str | Path | dict[str, Any] | None = None,
     cache: bool = True,
     loader_traces: Sequence[str | Path] | None = None,
+    pack_args: bool = False,
 ) -> Report:
     """Analyse a trace (or a path to one) over the whole trace or the given steps.
 
@@ -236,6 +237,9 @@ def analyze(
     ``loader_traces``: the traces of the DataLoader's worker processes (files or globs) that
     break the critical path's ``data_loading`` down (``critical_path.data_loading``,
     :mod:`opscope.analysis.critical.loader`); one process's trace only.
+    ``pack_args``: keep a one-process trace's ``args`` text compressed, out of its event
+    table, once the index has read it (:meth:`Trace.pack_args`: about 95 bytes an event less
+    for the rest of the analysis; the trace keeps it so).
     """
     if isinstance(source, Trace):
         trace = source
@@ -253,6 +257,8 @@ def analyze(
     run_info = run_info_of(source)
     tell("analyse", 0, trace.events.num_rows)
     if len(set(trace.meta.ranks)) <= 1:
+        if pack_args:
+            trace.pack_args()
         single = _analyze_rank(
             trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
         )

@@ -237,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
                 graph_capture=capture,
                 loader_traces=loader_traces_arg(args),
             )
+            # the report reads the trace once: its args text is kept packed meanwhile
+            opened.pack_args = True
             report, data = opened.report, opened.data  # the analysis, while its stage shows
     except StepsError as exc:  # the service names the argument; here it is a flag
         raise OpscopeError(f"--{exc}") from None
