@@ -248,9 +248,12 @@ def events_part(args: argparse.Namespace, sizes: list[int], tmp: Path) -> dict[s
 def explorer_part(files: list[dict[str, Any]]) -> dict[str, Any]:
     """``opscope explore``'s first paint on the largest plain file (last: Playwright's
     driver would raise this process's RSS, hence every later child's)."""
-    from explorer import first_paint
+    from explorer import CHROMIUM, first_paint
 
     big = max((f for f in files if f["format"] == "json"), key=lambda f: f["events"])
+    if not Path(CHROMIUM).is_file():
+        print(f"\nexplorer: not measured, no Chromium at {CHROMIUM} (Debian: apt install chromium)")
+        return {"events": big["reported_events"], "error": f"no Chromium at {CHROMIUM}"}
     paint = first_paint(Path(big["path"]))
     if paint["paint_s"] is None or paint["ready_s"] is None:
         print(

@@ -100,3 +100,17 @@ def test_bad_sizes_and_a_missing_trace_are_one_line_errors(tmp_path: Path) -> No
     )
     assert gone.returncode == 1
     assert gone.stderr.strip().endswith("no/such.json.gz: not there (the shared traces are needed)")
+
+
+def test_the_explorer_part_says_when_there_is_no_browser(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import explorer
+    import scale
+
+    monkeypatch.setattr(explorer, "CHROMIUM", "/nonexistent/chromium")
+    files = [{"format": "json", "events": 10, "reported_events": 10, "path": "x.json"}]
+    got = scale.explorer_part(files)
+    assert got == {"events": 10, "error": "no Chromium at /nonexistent/chromium"}
+    assert "explorer: not measured, no Chromium at /nonexistent/chromium" in capsys.readouterr().out
