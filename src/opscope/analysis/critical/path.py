@@ -458,32 +458,47 @@ def pieces(
 ) -> Pieces:
     """The path's :class:`Pieces` (``rank_of_node``: each node's rank, for a job's graph)."""
     w = graph.weight if weight is None else weight
+    # the path's edge-sized arrays are let go as soon as the pieces' own are made (the path
+    # is about as long as the graph: these are the critical-path section's largest arrays)
     e = path.edges
-    e = e[(w[e] > 0) & (graph.label[e] >= 0)]
+    we = w[e]
+    on = (we > 0) & (graph.label[e] >= 0)
+    e, we = e[on], we[on]
+    del on
     row, lab = graph.edge_row[e], graph.label[e]
     new = np.ones(len(e), dtype=bool)
     new[1:] = (row[1:] != row[:-1]) | (lab[1:] != lab[:-1])
+    rank = None
     if rank_of_node is not None:
         rank = rank_of_node[graph.src[e]]
         new[1:] |= rank[1:] != rank[:-1]
     first = np.flatnonzero(new)
+    del new
     # one rank: its number read through a view of one value, not a column of copies
     ranks = (
         rank[first]
-        if rank_of_node is not None
+        if rank is not None
         else np.broadcast_to(np.asarray(graph.rank, dtype=np.int64), (len(first),))
     )
-    sums = np.add.reduceat(w[e], first) if len(e) else np.zeros(0, dtype=np.int64)
-    # a piece begins where its time begins: its first edge's end less that edge's weight
-    t0 = graph.time[graph.dst[e[first]]] - w[e[first]]
+    del rank
+    sums = np.add.reduceat(we, first) if len(e) else np.zeros(0, dtype=np.int64)
+    w_first = we[first]
+    del we
+    row, lab = row[first], lab[first]
     last = np.r_[first[1:] - 1, len(e) - 1] if len(e) else first
-    gap = lab[first] == UNTRACED
-    before = np.where(gap, graph.row[graph.src[e[first]]], -1)
-    after = np.where(gap, graph.row[graph.dst[e[last]]], -1)
-    if len(first) and max(int(before.max()), int(after.max())) < 2**31:
+    e_first, e_last = e[first], e[last]
+    del e, first, last
+    # a piece begins where its time begins: its first edge's end less that edge's weight
+    t0 = graph.time[graph.dst[e_first]] - w_first
+    del w_first
+    gap = lab == UNTRACED
+    before = np.where(gap, graph.row[graph.src[e_first]], -1)
+    after = np.where(gap, graph.row[graph.dst[e_last]], -1)
+    del e_first, e_last, gap
+    if len(row) and max(int(before.max()), int(after.max())) < 2**31:
         # the evidence's two columns, mostly -1, in half the memory
         before, after = before.astype(np.int32), after.astype(np.int32)
-    return Pieces(ranks, lab[first], row[first], t0, sums, before, after)
+    return Pieces(ranks, lab, row, t0, sums, before, after)
 
 
 def segments(

@@ -116,20 +116,27 @@ def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
     the step it ends (an end node) or begins (a start node).  Where a rank's step markers
     overlap (several threads or processes stepping at once), each node lies in its event's
     step, as the event table has it."""
-    out: np.ndarray = np.asarray(idx.step[graph.row], dtype=np.int64).copy()
+    # a gather makes a fresh array: written below, never a view of the index's
+    out: np.ndarray = np.asarray(idx.step[graph.row], dtype=np.int64)
     marks = np.flatnonzero(idx.kind.eq("step") & idx.is_framework & (idx.dur > 0))
     if not len(marks) or not graph.n_nodes:
         return out
-    node_rank = idx.rank[graph.row]
+    ranks = unique_ints(idx.rank[marks])
+    # every node's rank, where the markers are of several ranks (a job's graph); one rank's
+    # markers take every node of a one-rank graph without a column of its rank
+    node_rank = idx.rank[graph.row] if len(ranks) > 1 or len(unique_ints(idx.rank)) > 1 else None
     t, role = graph.time, graph.role
-    for rank in unique_ints(idx.rank[marks]).tolist():
+    for rank in ranks.tolist():
         m = marks[idx.rank[marks] == rank]
         m = m[np.argsort(idx.start[m], kind="stable")]
         s0, s1, num = idx.start[m], idx.end[m], idx.step[m].astype(np.int64)
         if len(m) > 1 and bool((s0[1:] < s1[:-1]).any()):
             continue  # overlapping markers: by event
         for a in range(0, graph.n_nodes, _BLOCK):  # a block of nodes at a time
-            nodes = a + np.flatnonzero(node_rank[a : a + _BLOCK] == rank)
+            if node_rank is None:
+                nodes = np.arange(a, min(a + _BLOCK, graph.n_nodes))
+            else:
+                nodes = a + np.flatnonzero(node_rank[a : a + _BLOCK] == rank)
             tn = t[nodes]
             ends = role[nodes] == 1
             k = np.searchsorted(s0, tn, side="right") - 1
@@ -233,9 +240,11 @@ def section(
     """The ``critical_path`` section of one rank (see the module docstring)."""
     idx = trace.index
     path = solve(graph, weight) if weight is not None else window_path(trace, graph)
+    # the steps' paths first: their search's node and edge arrays then meet fewer of the
+    # segments' (kept with the report), and the section's peak is the lower of the two
+    per_step = step_paths(graph, node_steps(idx, graph), weight)
     parts = pieces(graph, path, weight)
     segs = Segments(parts, idx)
-    per_step = step_paths(graph, node_steps(idx, graph), weight)
     walls = step_walls(idx)
     steps = [
         {
