@@ -67,3 +67,30 @@ def test_diff_cli_formats(
         assert out.startswith("<!doctype html>")
     else:
         assert "aten::" in out
+
+
+def test_the_diff_command_packs_args_and_diffs_what_the_library_does(
+    shared: Callable[[str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from opscope.trace.model import Trace
+
+    a = shared("cuda/diff_pair/control_a100.json.gz")
+    b = shared("cuda/diff_pair/test_v100.json.gz")
+    packed: list[int] = []
+    real = Trace.pack_args
+
+    def spy(self: Trace) -> None:
+        packed.append(len(self))
+        real(self)
+
+    monkeypatch.setattr(Trace, "pack_args", spy)
+    out = tmp_path / "diff.json"
+    assert main(["diff", str(a), str(b), "--format", "json", "-o", str(out)]) == 0
+    assert len(packed) == 2 and all(n > 0 for n in packed)
+    got = json.loads(out.read_text())
+    monkeypatch.setattr(Trace, "pack_args", real)
+    want = json.loads(json.dumps(diff_reports(analyze(a), analyze(b)), default=str))
+    assert got == want

@@ -47,8 +47,10 @@ def run(args: argparse.Namespace) -> int:
     chosen = renderer("diff", chosen_format(args, "diff"))
     prepare(args.a, args.b, command="diff")
     ws = Workspace()
-    ws.open(Path(args.a), handle="a")
-    ws.open(Path(args.b), handle="b")
+    for handle, path in (("a", args.a), ("b", args.b)):
+        # the diff reads the two reports, not the events: each trace's args text is kept
+        # packed while it is analysed (Trace.pack_args)
+        ws.open(Path(path), handle=handle).pack_args = True
     data = ws.diff("a", "b")
     options = (
         {"top": args.top} if chosen.format != "text" else {"top": args.top, "width": text_width()}
