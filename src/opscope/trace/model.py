@@ -26,6 +26,7 @@ import pyarrow as pa
 from opscope.errors import OpscopeError
 from opscope.trace.arrays import one_chunk
 from opscope.trace.device import DeviceInfo, detect_device
+from opscope.trace.packed import PackedText
 from opscope.trace.schema import EVENT_SCHEMA
 from opscope.trace.sqlsafe import SqlResult, TableSource, TraceSql
 
@@ -222,8 +223,6 @@ class Trace:
         events the column goes from about 1 GB to about 70 MB."""
         if self._args_packed or "args" not in self.events.column_names:
             return
-        from opscope.trace.packed import PackedText
-
         idx = self.index
         _ = idx.arg_values  # the one read of the whole column
         packed = PackedText(self.events.column("args"))

@@ -124,7 +124,8 @@ def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
     ranks = unique_ints(idx.rank[marks])
     # every node's rank, where the markers are of several ranks (a job's graph); one rank's
     # markers take every node of a one-rank graph without a column of its rank
-    node_rank = idx.rank[graph.row] if len(ranks) > 1 or len(unique_ints(idx.rank)) > 1 else None
+    one_rank = len(ranks) == 1 and int(idx.rank.min()) == int(idx.rank.max())
+    node_rank = None if one_rank else idx.rank[graph.row]
     t, role = graph.time, graph.role
     for rank in ranks.tolist():
         m = marks[idx.rank[marks] == rank]
