@@ -90,7 +90,8 @@ def tile(seed: Path, n_events: int, out: Path) -> Path:
 def _run(path: Path, timed: Any, *, lazy: bool = False, pack: bool = False) -> int:
     """One fresh load and every part of the report after it (``lazy``: the report dict as
     ``opscope report`` makes it, its large lists written when the renderer reads them;
-    ``pack``: the trace's ``args`` packed after the load, as ``opscope report`` has it)."""
+    ``pack``: the trace's ``args`` packed after the load and its string columns made of the
+    index's codes, as ``opscope report`` has them)."""
     from opscope.analysis import pipeline
     from opscope.analysis.findings import Context, rules
     from opscope.analysis.kernels import kernel_table
@@ -104,6 +105,7 @@ def _run(path: Path, timed: Any, *, lazy: bool = False, pack: bool = False) -> i
     tr = timed("load (ingest)", lambda: load(path, cache=False))
     if pack:
         timed("pack args", tr.pack_args)
+        timed("share codes", tr.share_codes)
     timed("derived.ops", lambda: tr.ops)
     timed("derived.kernels", lambda: tr.kernels)
     timed("device", lambda: tr.device)

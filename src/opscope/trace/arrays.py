@@ -270,6 +270,11 @@ class Codes:
             self._strings = ext[self.codes]
         return self._strings
 
+    def texts(self) -> RowTexts:
+        """The rows' strings read on demand (nulls ``""``), as :meth:`strings` gives them but
+        with no per-row array kept: for readers of a few rows at a time."""
+        return RowTexts(self)
+
     def values_at(self, rows: np.ndarray) -> list[str | None]:
         """The string of each of ``rows`` (None for a null), as the column's ``to_pylist``
         gives them: each distinct string one shared object."""
@@ -328,3 +333,29 @@ class Codes:
         if empty < 0 or not (self.codes < 0).any():
             return self.codes
         return np.where(self.codes < 0, empty, self.codes).astype(np.int32)
+
+
+class RowTexts:
+    """A :class:`Codes` column's strings by row, made as they are read: ``texts[row]`` is a
+    ``str`` (``""`` for a null), ``texts[rows]`` an object array of them, as indexing
+    :meth:`Codes.strings` gives, without its 8 bytes a row held for the index's life."""
+
+    __slots__ = ("_codes", "_ext")
+
+    def __init__(self, codes: Codes) -> None:
+        self._codes = codes.codes
+        ext = np.empty(len(codes.values) + 1, dtype=object)
+        ext[:-1] = codes.values
+        ext[-1] = ""
+        self._ext = ext
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def __getitem__(self, key: Any) -> Any:
+        got = self._ext[self._codes[key]]
+        return str(got) if isinstance(got, str) else got
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out: np.ndarray = self._ext[self._codes]
+        return out if dtype is None else out.astype(dtype)

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 # executions.  Device annotations and stream waits are not.
 # Framework kinds that form the op tree.
 TREE_KINDS = ("op", "annotation", "step")
+#: the string columns every analysis reads as codes (:meth:`EventIndex.share_codes`)
+SHARED_CODES = ("source", "kind", "cat", "name", "pid", "tid")
 
 _MAX_JUMPS = 64  # pointer doubling: 2**64 ancestors, far beyond any call stack
 
@@ -216,6 +218,28 @@ class EventIndex:
     @cached_property
     def lane(self) -> Codes:
         return self._codes("lane")
+
+    def share_codes(self) -> pa.Table:
+        """The event table with its string columns (those of :data:`SHARED_CODES`, and
+        ``lane`` once read) made of this index's codes (each column one chunk of sorted
+        values, its indices the :class:`Codes` array itself) and kept as :attr:`events`: the
+        table's own indices (about 4 bytes an event a column) were a second copy of them.  The
+        strings each row reads are the same; the dictionaries' order is not."""
+        events = self.events
+        built = [c for c in (*SHARED_CODES, "lane") if c in SHARED_CODES or c in self.__dict__]
+        for column in built:
+            at = events.schema.get_field_index(column)
+            if at < 0 or not pa.types.is_dictionary(events.schema.field(at).type):
+                continue
+            field = events.schema.field(at)
+            codes: Codes = getattr(self, column)
+            nulls = codes.codes < 0
+            indices = pa.array(codes.codes, mask=nulls if nulls.any() else None)
+            del nulls
+            shared = pa.DictionaryArray.from_arrays(indices, codes.arrow_values)
+            events = events.set_column(at, field, pa.chunked_array([shared], field.type))
+        self.events = events
+        return events
 
     @cached_property
     def rank(self) -> np.ndarray:

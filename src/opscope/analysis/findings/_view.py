@@ -33,7 +33,7 @@ from opscope.analysis.findings.base import Context, Evidence
 from opscope.analysis.optable import host_work
 from opscope.trace.args import decode_args
 from opscope.trace.argtexts import top_level_strings
-from opscope.trace.arrays import bools, unique_ints
+from opscope.trace.arrays import RowTexts, bools, unique_ints
 from opscope.trace.index import EventIndex
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
@@ -66,8 +66,9 @@ class EventView:
     step), ``is_aten``, ``is_steplike`` (profiler steps, ``ProfilerStep#N`` recorded as a
     cpu_op included), ``is_leaf``, ``is_exec`` (device executions in the window; CPU: computing
     leaf ops), ``exec_dur`` (what counts as device time; CPU: self time).  ``source``,
-    ``kind``, ``name``, ``cat``, ``pid``, ``tid``, ``lane`` are object arrays of ``str`` made
-    on first use; rules of this package use the codes (``index.name``...) instead.
+    ``kind``, ``name``, ``cat``, ``pid``, ``tid``, ``lane`` read ``str`` by row (a row) or object
+    arrays of them (rows), made as read (:class:`RowTexts`); rules of this package use the
+    codes (``index.name``...) for whole columns.
     """
 
     def __init__(
@@ -131,32 +132,32 @@ class EventView:
         return self.index.step
 
     @property
-    def source(self) -> np.ndarray:
-        return self.index.source.strings()
+    def source(self) -> RowTexts:
+        return self.index.source.texts()
 
     @property
-    def kind(self) -> np.ndarray:
-        return self.index.kind.strings()
+    def kind(self) -> RowTexts:
+        return self.index.kind.texts()
 
     @property
-    def name(self) -> np.ndarray:
-        return self.index.name.strings()
+    def name(self) -> RowTexts:
+        return self.index.name.texts()
 
     @property
-    def cat(self) -> np.ndarray:
-        return self.index.cat.strings()
+    def cat(self) -> RowTexts:
+        return self.index.cat.texts()
 
     @property
-    def pid(self) -> np.ndarray:
-        return self.index.pid.strings()
+    def pid(self) -> RowTexts:
+        return self.index.pid.texts()
 
     @property
-    def tid(self) -> np.ndarray:
-        return self.index.tid.strings()
+    def tid(self) -> RowTexts:
+        return self.index.tid.texts()
 
     @property
-    def lane(self) -> np.ndarray:
-        return self.index.lane.strings()
+    def lane(self) -> RowTexts:
+        return self.index.lane.texts()
 
     # -- lookups -------------------------------------------------------------------------------
     def args(self, row: int) -> dict[str, Any]:
