@@ -90,8 +90,9 @@ def tile(seed: Path, n_events: int, out: Path) -> Path:
 def _run(path: Path, timed: Any, *, lazy: bool = False, pack: bool = False) -> int:
     """One fresh load and every part of the report after it (``lazy``: the report dict as
     ``opscope report`` makes it, its large lists written when the renderer reads them;
-    ``pack``: the trace's ``args`` packed after the load and its string columns made of the
-    index's codes, as ``opscope report`` has them)."""
+    ``pack``: the trace held after the load as ``opscope report`` holds it,
+    ``Trace.compact``: its ``args`` packed, its string columns of the index's codes, its
+    links held as rows)."""
     from opscope.analysis import pipeline
     from opscope.analysis.findings import Context, rules
     from opscope.analysis.kernels import kernel_table
@@ -106,6 +107,7 @@ def _run(path: Path, timed: Any, *, lazy: bool = False, pack: bool = False) -> i
     if pack:
         timed("pack args", tr.pack_args)
         timed("share codes", tr.share_codes)
+        timed("hold links", tr.hold_links)
     timed("derived.ops", lambda: tr.ops)
     timed("derived.kernels", lambda: tr.kernels)
     timed("device", lambda: tr.device)

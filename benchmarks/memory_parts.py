@@ -8,9 +8,9 @@ The companion of ``analysis_parts.py`` (which times the same parts): each size r
 fresh child process with the memory settings ``opscope report`` runs with
 (``cli.main.trace_reader_memory(heap_only=True)``: Arrow on the C library's allocator, one
 glibc arena, no mmap) and the analysis on one thread (``OPSCOPE_ANALYSIS_THREADS=1``, so
-that each part's memory is its own), the trace's ``args`` packed after the load and its string
-columns made of the index's codes, as the report has them (``Trace.pack_args``,
-``Trace.share_codes``).  After each part it reads:
+that each part's memory is its own), the trace's ``args`` packed after the load, its string
+columns made of the index's codes and its links held as rows, as the report has them
+(``Trace.compact``).  After each part it reads:
 
 * ``live``: bytes in use, glibc's (``mallinfo2``: ``uordblks + hblkhd``) plus Arrow's jemalloc
   pool (where the ingest builds the event table, ``trace.mempool``);

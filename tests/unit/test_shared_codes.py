@@ -82,3 +82,56 @@ def test_row_texts_read_as_the_cached_strings() -> None:
     assert (texts[rows] == "x").tolist() == [True, False, True, False]
     assert np.asarray(texts).tolist() == whole.tolist()
     assert texts[1:3].tolist() == ["", "y"]
+
+
+@pytest.mark.parametrize("rel", TRACES)
+def test_a_compact_trace_gives_its_links_back(shared: Callable[[str], Path], rel: str) -> None:
+    path = shared(rel)
+    plain, compact = load(path, cache=False), load(path, cache=False)
+    compact.compact()
+    links = ("parent_id", "op_id", "launch_id")
+    assert compact.index.held_links() == links
+    for column in links:
+        assert column not in compact.events.column_names
+        want = plain.events.column(column).combine_chunks()
+        assert compact.index.link_ids(column).combine_chunks().equals(want), column
+        rows = np.arange(0, plain.index.n, 5)
+        assert (
+            compact.index.link_ids(column, rows).combine_chunks().equals(want.take(pa.array(rows)))
+        )
+        assert compact.column(column) == plain.column(column)
+    _same_rows(compact.events_with_args(), plain.events)
+    _same_rows(compact.kernels, plain.kernels)
+    _same_rows(compact.ops, plain.ops)
+    q = "SELECT count(*) AS n, sum(op_id) AS o, sum(launch_id) AS l FROM events"
+    assert compact.sql(q).to_pylist() == plain.sql(q).to_pylist()
+
+
+def test_a_link_to_no_row_stays_in_the_table() -> None:
+    from opscope.trace.index import EventIndex
+
+    events = pa.table(
+        {
+            "id": pa.array([10, 11, 12], pa.int64()),
+            "parent_id": pa.array([None, 10, 99], pa.int64()),  # 99: no such event
+            "op_id": pa.array([10, None, 11], pa.int64()),
+        }
+    )
+    idx = EventIndex(events)
+    kept = idx.hold_links()
+    assert idx.held_links() == ("op_id",)
+    assert kept.column_names == ["id", "parent_id"]
+    assert idx.link_ids("op_id").to_pylist() == [10, None, 11]
+    assert idx.link_ids("parent_id").to_pylist() == [None, 10, 99]
+    assert idx.link_ids("op_id", np.array([2, 1])).to_pylist() == [11, None]
+
+
+def _same_rows(got: pa.Table, want: pa.Table) -> None:
+    """The same columns holding the same values row by row (dictionaries read as strings)."""
+    assert got.column_names == want.column_names
+    for column in got.column_names:
+        a, b = got.column(column), want.column(column)
+        assert a.type == b.type, column
+        if pa.types.is_dictionary(a.type):
+            a, b = a.cast(pa.string()), b.cast(pa.string())
+        assert a.combine_chunks().equals(b.combine_chunks()), column

@@ -237,15 +237,12 @@ def neuron_engines(trace: Trace) -> NeuronEngineReport | None:
     if md is not None and "instance_type" in md.column_names and md.num_rows:
         instance_type = md.column("instance_type")[0].as_py()
     hw_start: dict[int, tuple[int, str]] = {}
-    ev = trace.events
-    exec_rows = ev.filter(pc.equal(ev.column("name").cast(pa.string()), "nc_exec_running"))
-    names = ev.column("name").cast(pa.string())
-    base = int(ev.column("id")[0].as_py()) if ev.num_rows else 0
-    for s, o in zip(
-        exec_rows.column("start_ns").to_pylist(), exec_rows.column("op_id").to_pylist(), strict=True
-    ):
-        if o is not None:
-            hw_start[int(s)] = (int(o), str(names[int(o) - base].as_py()))
+    idx = trace.index
+    rows = np.flatnonzero(idx.name.eq("nc_exec_running"))
+    ops = idx.op[rows]  # the row of each execution's op (op_id), -1 none
+    for s, o in zip(idx.start[rows].tolist(), ops.tolist(), strict=True):
+        if o >= 0:
+            hw_start[int(s)] = (int(idx.ids[o]), idx.name[o])
     out: list[ExecutionEngines] = []
     for row in ei.to_pylist():
         s, e = row.get("execution_start_ts"), row.get("execution_end_ts")

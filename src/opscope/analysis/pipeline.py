@@ -237,10 +237,11 @@ def analyze(
     ``loader_traces``: the traces of the DataLoader's worker processes (files or globs) that
     break the critical path's ``data_loading`` down (``critical_path.data_loading``,
     :mod:`opscope.analysis.critical.loader`); one process's trace only.
-    ``pack_args``: keep a one-process trace's ``args`` text compressed, out of its event
-    table, once the index has read it (:meth:`Trace.pack_args`: about 95 bytes an event less
-    for the rest of the analysis; the trace keeps it so), and its string columns made of the
-    index's codes (:meth:`Trace.share_codes`, about 27 bytes an event less).
+    ``pack_args``: hold a one-process trace compactly once the index has read it
+    (:meth:`Trace.compact`; the trace keeps it so): its ``args`` text compressed, out of its
+    event table (:meth:`Trace.pack_args`, about 95 bytes an event less for the rest of the
+    analysis), its string columns made of the index's codes (:meth:`Trace.share_codes`,
+    about 27) and its link columns held as the index's rows (:meth:`Trace.hold_links`, 24).
     """
     if isinstance(source, Trace):
         trace = source
@@ -259,8 +260,7 @@ def analyze(
     tell("analyse", 0, trace.events.num_rows)
     if len(set(trace.meta.ranks)) <= 1:
         if pack_args:
-            trace.pack_args()
-            trace.share_codes()
+            trace.compact()
         single = _analyze_rank(
             trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info
         )

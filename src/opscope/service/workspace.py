@@ -50,8 +50,9 @@ class OpenTrace:
     _data: dict[str, Any] | None = field(default=None, repr=False)
     _index: Viewport | None = field(default=None, repr=False)
     peaks: str | Path | dict[str, Any] | None = None
-    #: keep the trace's ``args`` packed for the analysis (:meth:`Trace.pack_args`): for a
-    #: command that analyses the trace once and reads no event's details after
+    #: hold the trace compactly for the analysis (:meth:`Trace.compact`: ``args`` packed, the
+    #: string columns and links as the index holds them): for a command that analyses the
+    #: trace once and reads no event's details after
     pack_args: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

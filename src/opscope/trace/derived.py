@@ -120,15 +120,17 @@ def build_kernels(events: pa.Table | EventIndex) -> pa.Table:
         if op_name is not None and len(dev_rows)
         else pa.array([], pa.string())
     )
-    if "launch_id" in ev.column_names:
+    held = index.held_links()
+    if "launch_id" in ev.column_names or "launch_id" in held:
         # linked at ingest (correlation, else ac2g flows: graph launches included)
-        launch_arr = ev.column("launch_id").take(take)
+        launch_arr = index.link_ids("launch_id", dev_rows)
     else:
         launch_arr = _launch_by_correlation(index, dev_rows)
     return pa.table(
         {
             **_taken(ev, take, ("id", "rank", "name", "kind", "pid", "lane", "start_ns")),
-            **_taken(ev, take, ("dur_ns", "op_id")),
+            **_taken(ev, take, ("dur_ns",)),
+            "op_id": index.link_ids("op_id", dev_rows),
             "op_name": op_name,
             "launch_id": launch_arr,
             "step": ev.column("step").take(take),

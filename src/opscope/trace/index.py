@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 TREE_KINDS = ("op", "annotation", "step")
 #: the string columns every analysis reads as codes (:meth:`EventIndex.share_codes`)
 SHARED_CODES = ("source", "kind", "cat", "name", "pid", "tid")
+#: the link columns and the index's rows of them (:meth:`EventIndex.hold_links`)
+LINKS = {"parent_id": "parent", "op_id": "op", "launch_id": "launch"}
 
 _MAX_JUMPS = 64  # pointer doubling: 2**64 ancestors, far beyond any call stack
 
@@ -84,6 +86,8 @@ class EventIndex:
         self.n = int(events.num_rows)
         # the ``args`` column when it is kept packed (:meth:`use_packed_args`), else None
         self._packed_args: PackedText | None = None
+        # the link columns held as rows, out of the table (:meth:`hold_links`)
+        self._held_links: set[str] = set()
         self._memo: dict[str, Any] = {}
         self._memo_locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -148,6 +152,8 @@ class EventIndex:
         return np.where(bad, -1, rows).astype(np.int64)
 
     def _link(self, column: str) -> np.ndarray:
+        if column in self._held_links:  # made before the column went (hold_links)
+            raise RuntimeError(f"{column} is held by the index: its rows are read first")
         if column not in self.events.column_names:
             return np.full(self.n, -1, dtype=np.int64)
         return self.rows_of(self.events.column(column))
@@ -166,6 +172,45 @@ class EventIndex:
     def launch(self) -> np.ndarray:
         """Device rows: row of the launching runtime call (``launch_id``), -1 when none."""
         return self._link("launch_id")
+
+    def hold_links(self) -> pa.Table:
+        """The event table without the link columns (:data:`LINKS`) whose every id is a row
+        this index holds (:attr:`parent`, :attr:`op`, :attr:`launch`), kept as
+        :attr:`events`; :meth:`link_ids` gives their ids back.  A column holding an id that
+        is no row of the table (only another tool's links could) stays in the table."""
+        events = self.events
+        for column, attr in LINKS.items():
+            if column not in events.column_names:
+                continue
+            rows: np.ndarray = getattr(self, attr)
+            if events.column(column).null_count != int(np.count_nonzero(rows < 0)):
+                continue
+            events = events.drop_columns([column])
+            self._held_links.add(column)
+        self.events = events
+        return events
+
+    def held_links(self) -> tuple[str, ...]:
+        """The link columns this index holds out of the table (:meth:`hold_links`)."""
+        return tuple(c for c in LINKS if c in self._held_links)
+
+    def link_ids(self, column: str, rows: np.ndarray | None = None) -> pa.ChunkedArray:
+        """A link column's ids (``parent_id``, ``op_id``, ``launch_id``) of ``rows`` (None:
+        every row), null where none: the table's, or once held (:meth:`hold_links`) the ids
+        of the rows the index holds."""
+        if column not in self._held_links:
+            col = self.events.column(column)
+            return col if rows is None else col.take(pa.array(rows, pa.int64()))
+        target: np.ndarray = getattr(self, LINKS[column])
+        if rows is not None:
+            target = target[np.asarray(rows, dtype=np.int64)]
+        none = target < 0
+        ids = np.zeros(len(target), dtype=np.int64)
+        if len(target):
+            np.take(self.ids, target, out=ids, mode="clip")
+        return pa.chunked_array(
+            [pa.array(ids, pa.int64(), mask=none if none.any() else None)], pa.int64()
+        )
 
     def _inverse(self, link: str) -> tuple[np.ndarray, np.ndarray]:
         """Rows sorted by the row a link points to (``op``, ``launch``...), and those targets:
