@@ -110,11 +110,21 @@ def fix_weights(
         if part.labels is not None:
             sel &= np.isin(graph.label, [LABELS.index(x) for x in part.labels])
         w[sel] *= part.factor  # in place: w is this call's own copy
+        del sel
         if part.unblock and part.rows is not None:
             cut = _waits_of(idx, graph, part.rows)
             if cut.any():
                 keep = ~cut if keep is None else keep & ~cut
-    return np.rint(w, out=w).astype(np.int64), keep
+    return _rounded_in_place(w), keep
+
+
+def _rounded_in_place(w: np.ndarray) -> np.ndarray:
+    """``np.rint(w).astype(np.int64)`` written over ``w``'s own memory (float64 and int64
+    are one size), a block at a time: no second array of the graph's edges."""
+    out = w.view(np.int64)
+    for a in range(0, len(w), _BLOCK):
+        out[a : a + _BLOCK] = np.rint(w[a : a + _BLOCK])
+    return out
 
 
 _SPAN_KINDS = (SPAN, SPLIT)
@@ -136,9 +146,15 @@ def _selected(idx: EventIndex, graph: Graph, part: FixPart) -> np.ndarray:
         marked = np.zeros(idx.n, dtype=bool)
         rows = np.asarray(part.rows if part.rows is not None else [], dtype=np.int64)
         marked[rows[(rows >= 0) & (rows < idx.n)]] = True
-    at = np.maximum(graph.edge_row, 0)
     attributed = graph.edge_row >= 0
     span_like = np.isin(graph.kind, _SPAN_KINDS)
+
+    def at(rows: np.ndarray) -> np.ndarray:
+        """``rows[edge_row]`` of each edge (unattributed edges read row 0; ``attributed``
+        masks them): no array of the edges' rows made for it."""
+        got: np.ndarray = np.take(rows, graph.edge_row, mode="clip")
+        return got
+
     if part.own:
         op = idx.op
         device = idx.is_work & (op >= 0) & marked[np.maximum(op, 0)]
@@ -148,9 +164,9 @@ def _selected(idx: EventIndex, graph: Graph, part: FixPart) -> np.ndarray:
         rows_under = under(idx, marked & idx.is_framework) | (marked & ~idx.is_framework)
         device = rows_under & idx.is_device
     if not part.host and (device & idx.is_work).any():
-        sel: np.ndarray = device[at] & span_like & attributed
+        sel: np.ndarray = at(device) & span_like & attributed
         return sel
-    sel = rows_under[at] & attributed & (graph.label >= 0)
+    sel = at(rows_under) & attributed & (graph.label >= 0)
     return sel
 
 
@@ -244,7 +260,7 @@ def fix_savings(
     ``base_edges``: the window path's edges (solved with the graph's own weights); given,
     a fix that only lightens or drops edges off that path is not solved again
     (:func:`off_the_path`)."""
-    from opscope.analysis.critical.path import solve
+    from opscope.analysis.critical.path import solve_length
 
     out: list[float | None] = []
     memo: dict[int, int] = {}
@@ -265,7 +281,8 @@ def fix_savings(
             ):
                 memo[key] = base_ns
             else:
-                memo[key] = solve(graph, w, keep).length_ns
+                memo[key] = solve_length(graph, w, keep)
+            del w, keep
         # less work never lengthens the step (see section.no_longer)
         saved = max(0, base_ns - memo[key]) / 1000.0
         out.append(round(min(at_stake, saved), 3))

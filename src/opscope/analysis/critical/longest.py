@@ -100,13 +100,27 @@ def longest_paths(
     return dist, pred
 
 
-def paths_to(nodes: np.ndarray, pred: np.ndarray, src: np.ndarray) -> list[np.ndarray]:
+def paths_to(
+    nodes: np.ndarray, pred: np.ndarray, src: np.ndarray, *, into: np.ndarray | None = None
+) -> list[np.ndarray]:
     """The edges of the longest path ending at each of ``nodes``, first to last.  Meant for
     paths in disjoint parts of one graph (the steps' paths): their edges fit in one buffer of
-    the node count; paths that share nodes are walked one by one."""
+    the node count; paths that share nodes are walked one by one.  ``into``: an int64 array
+    of the node count, the caller's to give up (the search's ``dist`` once read), that one
+    path is walked into instead of a new buffer."""
     nodes = np.ascontiguousarray(nodes, dtype=np.int64)
     if _native is not None and len(nodes):
-        out = np.empty(len(pred) + 1, dtype=np.int64)
+        # one path over n nodes has at most n - 1 edges
+        own = (
+            into is not None
+            and len(nodes) == 1
+            and into.dtype == np.int64
+            and into.flags.owndata
+            and into.flags.writeable
+            and into.flags.c_contiguous
+            and len(into) >= len(pred)
+        )
+        out = into if own and into is not None else np.empty(len(pred) + 1, dtype=np.int64)
         counts = np.empty(len(nodes), dtype=np.int64)
         try:
             _native.walk(
@@ -119,9 +133,29 @@ def paths_to(nodes: np.ndarray, pred: np.ndarray, src: np.ndarray) -> list[np.nd
         except ValueError:
             pass  # shared nodes overflowed the buffer: one by one below
         else:
+            if len(nodes) == 1:  # one path (the window's): reversed in its own buffer
+                return [_reversed_in_place(out, int(counts[0]))]
             offs = np.concatenate([[0], np.cumsum(counts)])
             return [out[offs[i] : offs[i + 1]][::-1].copy() for i in range(len(nodes))]
     return [path_to(int(v), pred, src) for v in nodes.tolist()]
+
+
+#: elements swapped at a time by :func:`_reversed_in_place`
+_SWAP = 1 << 18
+
+
+def _reversed_in_place(buf: np.ndarray, count: int) -> np.ndarray:
+    """``buf[:count][::-1]`` in ``buf``'s own memory, which is then cut to ``count``: a path
+    of most of the graph's nodes is not copied to be turned round."""
+    i, j = 0, count
+    while j - i >= 2:
+        k = min(_SWAP, (j - i) // 2)
+        left = buf[i : i + k].copy()
+        buf[i : i + k] = buf[j - k : j][::-1]
+        buf[j - k : j] = left[::-1]
+        i, j = i + k, j - k
+    buf.resize(count, refcheck=False)  # no view of it was made: nothing reads the tail
+    return buf
 
 
 def path_to(node: int, pred: np.ndarray, src: np.ndarray) -> np.ndarray:

@@ -53,13 +53,21 @@ class Path:
 
 
 def _by_label(graph: Graph, edges: np.ndarray, weight: np.ndarray) -> dict[str, int]:
-    lab = graph.label[edges]
-    w = weight[edges]
-    ok = lab >= 0
-    sums = np.bincount(lab[ok], weights=w[ok], minlength=len(LABELS)) if ok.any() else None
-    return {
-        name: (round(float(sums[i])) if sums is not None else 0) for i, name in enumerate(LABELS)
-    }
+    """ns per label over ``edges`` (a block of edges at a time: a path of most of the graph
+    makes no temporaries of its own length)."""
+    sums = np.zeros(len(LABELS), dtype=np.float64)
+    for a in range(0, len(edges), _BLOCK):
+        e = edges[a : a + _BLOCK]
+        lab = graph.label[e]
+        ok = lab >= 0
+        if ok.any():
+            sums += np.bincount(lab[ok], weights=weight[e[ok]], minlength=len(LABELS))
+    return {name: round(float(sums[i])) for i, name in enumerate(LABELS)}
+
+
+def _sum_at(weight: np.ndarray, edges: np.ndarray) -> int:
+    """``weight[edges].sum()`` a block of edges at a time."""
+    return sum(int(weight[edges[a : a + _BLOCK]].sum()) for a in range(0, len(edges), _BLOCK))
 
 
 def longest_edges(
@@ -73,8 +81,8 @@ def longest_edges(
 ) -> tuple[np.ndarray, int]:
     """The edges (first to last) and length of the longest path over ``n`` nodes and the
     edges ``src -> dst`` of ``weight`` (only those where ``keep`` is True); ``solved``: the
-    ``longest_paths`` of all of them, when known."""
-    if keep is None and solved is not None:
+    ``longest_paths`` of them, when known, used up (the path is walked into its ``dist``)."""
+    if solved is not None:  # the caller's: of these edges (and keep)
         dist, pred = solved
     elif keep is None:
         dist, pred = longest_paths(src, dst, weight, n)
@@ -83,7 +91,9 @@ def longest_edges(
     if n == 0:
         return np.zeros(0, dtype=np.int64), 0
     end = int(np.argmax(dist))
-    return paths_to(np.asarray([end], dtype=np.int64), pred, src)[0], int(dist[end])
+    length = int(dist[end])
+    # dist is read: the path is walked into its memory (at 10M events 170 MB not made again)
+    return paths_to(np.asarray([end], dtype=np.int64), pred, src, into=dist)[0], length
 
 
 def longest_per_step(
@@ -141,12 +151,28 @@ def solve(graph: Graph, weight: np.ndarray | None = None, keep: np.ndarray | Non
     """The longest path through ``graph`` (edge weights ``weight``, default the graph's;
     only the edges where ``keep`` is True)."""
     w = graph.weight if weight is None else weight
+    edges = _path_edges(graph, w, keep)
+    return Path(edges, _sum_at(w, edges), _by_label(graph, edges, w))
+
+
+def solve_length(graph: Graph, weight: np.ndarray, keep: np.ndarray | None = None) -> int:
+    """:func:`solve`'s ``length_ns`` alone (a what-if's: no time per label)."""
+    return _sum_at(weight, _path_edges(graph, weight, keep))
+
+
+def _path_edges(graph: Graph, w: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
+    """The edges of the longest path with weights ``w`` (edges ``keep``): the search's
+    effective weights let go before the path is walked (at 10M events each of these arrays
+    is 170 MB)."""
     solved = graph.solved(w) if keep is None else None
     if solved is not None:
         graph.longest = None  # used once: its two node arrays are not kept with the graph
-    eff = graph.effective(w)
-    edges, _n = longest_edges(graph.src, graph.dst, eff, graph.n_nodes, keep, solved=solved)
-    return Path(edges, int(w[edges].sum()), _by_label(graph, edges, w))
+    else:
+        eff = graph.effective(w)
+        solved = longest_paths(graph.src, graph.dst, eff, graph.n_nodes, keep=keep)
+        del eff
+    edges, _n = longest_edges(graph.src, graph.dst, w, graph.n_nodes, keep, solved=solved)
+    return edges
 
 
 def step_paths(
@@ -523,5 +549,6 @@ __all__ = [
     "plain",
     "segments",
     "solve",
+    "solve_length",
     "step_paths",
 ]
