@@ -79,6 +79,27 @@ def test_native_and_python_agree_on_a_large_dag_with_ties() -> None:
 
 
 @pytest.mark.parametrize("native", [True, False])
+def test_factor_searches_the_multiplied_weights(native: bool) -> None:
+    """``factor`` gives what ``weight * factor`` gives (ties broken alike), with ``keep`` too."""
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        n = int(rng.integers(2, 300))
+        m = int(rng.integers(1, 900))
+        a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+        ok = a != b
+        src, dst = np.minimum(a, b)[ok], np.maximum(a, b)[ok]
+        w = rng.integers(0, 4, len(src)) * 10**9  # few values, large: ties and int64 sums
+        f = rng.choice(np.array([1, 7, 1000], dtype=np.int16), len(src))
+        keep = rng.random(len(src)) < 0.7
+        for k in (None, keep):
+            d1, p1 = longest_paths(src, dst, w * f.astype(np.int64), n, keep=k, native=False)
+            d2, p2 = longest_paths(src, dst, w, n, keep=k, factor=f, native=native)
+            assert np.array_equal(d1, d2) and np.array_equal(p1, p2)
+    with pytest.raises(ValueError, match="factor"):
+        longest_paths(src, dst, w, n, factor=f[:-1], native=native)
+
+
+@pytest.mark.parametrize("native", [True, False])
 def test_keep_searches_the_kept_edges_as_if_alone(native: bool) -> None:
     """``keep`` gives what the kept edges alone give (pred then named in the whole arrays),
     ties included: the subset's Kahn order, not the whole graph's."""

@@ -1,11 +1,13 @@
 /* Longest path in a weighted DAG, in time linear in its nodes and edges.
 
-   longest(src, dst, weight, dist, pred[, keep]) -> int
+   longest(src, dst, weight, dist, pred[, keep[, factor]]) -> int
 
    src, dst, weight: int64 buffers of one length E (edge e goes src[e] -> dst[e], weight[e] >= 0
    expected but not required); dist, pred: writable int64 buffers of length N (the node count);
    keep (optional, None or one byte per edge): only the edges whose byte is not zero take part,
-   as if the others were not there (pred names edges by their index in the whole buffers).
+   as if the others were not there (pred names edges by their index in the whole buffers);
+   factor (optional, None or one int16 per edge): each edge searched with weight[e] *
+   factor[e] (the tie classes' effective weights, with no array of them made).
    On return dist[v] is the length of the longest path ending at v (a path may start at any
    node, so dist >= 0) and pred[v] the edge that path arrives by (-1: the path starts at v).
    Nodes are taken in a topological order (Kahn's algorithm, first in first out, seeded in
@@ -67,8 +69,8 @@ static inline void relax(int64_t u, const int64_t *first, const int64_t *order,
    paths the first found is kept).  Returns the nodes reached, or -1 when out of memory. */
 #define LONGEST_SEARCH(NAME, IDX)                                                              \
     static Py_ssize_t NAME(Py_ssize_t E, Py_ssize_t N, const int64_t *src, const int64_t *dst, \
-                           const int64_t *w, const uint8_t *keep, int64_t *dist,               \
-                           int64_t *pred) {                                                    \
+                           const int64_t *w, const uint8_t *keep, const int16_t *factor,       \
+                           int64_t *dist, int64_t *pred) {                                     \
         IDX *order = scratch(sizeof(IDX) * (size_t)E, 0);                                      \
         IDX *start = scratch(sizeof(IDX) * ((size_t)N + 1), 1);                                \
         IDX *indeg = scratch(sizeof(IDX) * ((size_t)N + 1), 1);                                \
@@ -104,7 +106,7 @@ static inline void relax(int64_t u, const int64_t *first, const int64_t *order,
             for (IDX k = start[u]; k < start[u + 1]; k++) {                                    \
                 IDX e = order[k];                                                              \
                 int64_t v = dst[e];                                                            \
-                int64_t cand = du + w[e];                                                      \
+                int64_t cand = du + (factor ? w[e] * (int64_t)factor[e] : w[e]);               \
                 if (cand > dist[v]) {                                                          \
                     dist[v] = cand;                                                            \
                     pred[v] = e;                                                               \
@@ -124,18 +126,27 @@ LONGEST_SEARCH(search32, int32_t)
 LONGEST_SEARCH(search64, int64_t)
 
 static PyObject *longest(PyObject *self, PyObject *args) {
-    Py_buffer sb, db, wb, distb, predb, kb = {0};
-    PyObject *keep_obj = Py_None;
-    if (!PyArg_ParseTuple(args, "y*y*y*w*w*|O", &sb, &db, &wb, &distb, &predb, &keep_obj))
+    Py_buffer sb, db, wb, distb, predb, kb = {0}, fb = {0};
+    PyObject *keep_obj = Py_None, *factor_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*|OO", &sb, &db, &wb, &distb, &predb, &keep_obj,
+                          &factor_obj))
         return NULL;
     PyObject *result = NULL;
-    int have_keep = 0;
+    int have_keep = 0, have_factor = 0;
     Py_ssize_t E = sb.len / 8, N = distb.len / 8;
     if (keep_obj != Py_None) {
         if (PyObject_GetBuffer(keep_obj, &kb, PyBUF_SIMPLE) < 0) goto done;
         have_keep = 1;
         if (kb.len != E) {
             PyErr_SetString(PyExc_ValueError, "longest: keep must hold one byte per edge");
+            goto done;
+        }
+    }
+    if (factor_obj != Py_None) {
+        if (PyObject_GetBuffer(factor_obj, &fb, PyBUF_SIMPLE) < 0) goto done;
+        have_factor = 1;
+        if (fb.len != 2 * E) {
+            PyErr_SetString(PyExc_ValueError, "longest: factor must hold one int16 per edge");
             goto done;
         }
     }
@@ -146,6 +157,7 @@ static PyObject *longest(PyObject *self, PyObject *args) {
     const int64_t *src = (const int64_t *)sb.buf, *dst = (const int64_t *)db.buf;
     const int64_t *w = (const int64_t *)wb.buf;
     const uint8_t *keep = have_keep ? (const uint8_t *)kb.buf : NULL;
+    const int16_t *factor = have_factor ? (const int16_t *)fb.buf : NULL;
     int64_t *dist = (int64_t *)distb.buf, *pred = (int64_t *)predb.buf;
     for (Py_ssize_t e = 0; e < E; e++) {
         if (src[e] < 0 || src[e] >= N || dst[e] < 0 || dst[e] >= N) {
@@ -156,8 +168,8 @@ static PyObject *longest(PyObject *self, PyObject *args) {
     Py_ssize_t reached;
     int narrow = E < INT32_MAX && N < INT32_MAX;
     Py_BEGIN_ALLOW_THREADS
-    reached = narrow ? search32(E, N, src, dst, w, keep, dist, pred)
-                     : search64(E, N, src, dst, w, keep, dist, pred);
+    reached = narrow ? search32(E, N, src, dst, w, keep, factor, dist, pred)
+                     : search64(E, N, src, dst, w, keep, factor, dist, pred);
     Py_END_ALLOW_THREADS
     if (reached < 0)
         PyErr_NoMemory();
@@ -165,6 +177,7 @@ static PyObject *longest(PyObject *self, PyObject *args) {
         result = PyLong_FromSsize_t(reached);
 done:
     if (have_keep) PyBuffer_Release(&kb);
+    if (have_factor) PyBuffer_Release(&fb);
     PyBuffer_Release(&sb);
     PyBuffer_Release(&db);
     PyBuffer_Release(&wb);
@@ -523,7 +536,8 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(pred, src, ends, out, counts) -> edges written: the longest paths ending at ends"},
     {"longest", longest, METH_VARARGS,
-     "longest(src, dst, weight, dist, pred[, keep]) -> nodes reached: longest paths in a DAG"},
+     "longest(src, dst, weight, dist, pred[, keep[, factor]]) -> nodes reached: longest paths "
+     "in a DAG"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -205,8 +205,9 @@ def acyclic(graph: Graph) -> Graph:
     from opscope.analysis.critical.longest import CycleError, longest_paths
 
     try:
-        eff = graph.effective(graph.weight)
-        dist, pred = longest_paths(graph.src, graph.dst, eff, graph.n_nodes)
+        dist, pred = longest_paths(
+            graph.src, graph.dst, graph.weight, graph.n_nodes, factor=graph.factors()
+        )
         graph.longest = (graph.src, graph.dst, graph.weight, dist, pred)
         return graph
     except CycleError:

@@ -65,13 +65,15 @@ def longest_paths(
     n: int,
     *,
     keep: np.ndarray | None = None,
+    factor: np.ndarray | None = None,
     native: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(dist, pred)`` over ``n`` nodes and the edges ``src[e] -> dst[e]`` of ``weight[e]``
     (only those where ``keep`` is True, when given: as if the others were not there; ``pred``
     names edges by their index in the whole arrays); raises :class:`CycleError` when the edges
-    hold a cycle, ValueError when one names a node outside ``0..n-1``.  ``native=False``
-    forces the Python implementation (for tests)."""
+    hold a cycle, ValueError when one names a node outside ``0..n-1``.  ``factor``: one
+    int16 per edge, each edge searched with ``weight * factor`` (no array of those made by
+    the C search).  ``native=False`` forces the Python implementation (for tests)."""
     src = np.ascontiguousarray(src, dtype=np.int64)
     dst = np.ascontiguousarray(dst, dtype=np.int64)
     weight = np.ascontiguousarray(weight, dtype=np.int64)
@@ -81,12 +83,18 @@ def longest_paths(
         keep = np.ascontiguousarray(keep, dtype=bool)
         if len(keep) != len(src):
             raise ValueError("keep must have one value per edge")
+    if factor is not None:
+        factor = np.ascontiguousarray(factor, dtype=np.int16)
+        if len(factor) != len(src):
+            raise ValueError("factor must have one value per edge")
     if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
         raise ValueError("an edge names a node outside the graph")
     if native and _native is not None:
         dist = np.empty(n, dtype=np.int64)
         pred = np.empty(n, dtype=np.int64)
-        reached = _native.longest(src, dst, weight, dist, pred, keep)
+        reached = _native.longest(src, dst, weight, dist, pred, keep, factor)
+    elif factor is not None:
+        return longest_paths(src, dst, weight * factor, n, keep=keep, native=False)
     elif keep is not None:
         sub = np.flatnonzero(keep)
         d, p, r = _python(src[sub], dst[sub], weight[sub], n)

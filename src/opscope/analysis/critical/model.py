@@ -168,12 +168,19 @@ class Graph:
         """``weight`` (one per edge) as the longest path is searched with it: times each
         edge's tie factor (:func:`effective`, with the factors kept from one call to the
         next)."""
+        out: np.ndarray = np.multiply(
+            np.asarray(weight, dtype=np.int64), self.factors(), dtype=np.int64
+        )
+        return out
+
+    def factors(self) -> np.ndarray:
+        """Each edge's tie factor (int16), for a search that multiplies as it goes
+        (``longest_paths(..., factor=)``: no array of effective weights made)."""
         f = self._factor
         if f is None or len(f) != len(self.label):
             f = TIE_FACTOR[tie_classes(self.label, self.tie)].astype(np.int16)
             self._factor = f
-        out: np.ndarray = np.multiply(np.asarray(weight, dtype=np.int64), f, dtype=np.int64)
-        return out
+        return f
 
     def solved(self, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(dist, pred)`` over this graph's edges with ``weight``, when already known."""

@@ -97,12 +97,18 @@ def longest_edges(
 
 
 def longest_per_step(
-    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, node_step: np.ndarray
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    node_step: np.ndarray,
+    *,
+    factor: np.ndarray | None = None,
 ) -> dict[int, tuple[np.ndarray, int]]:
     """Each step's longest path, ``{step: (edges, length)}``, over the edges whose two ends
-    lie in that step (``node_step``: the step of each node, -1 none)."""
+    lie in that step (``node_step``: the step of each node, -1 none); ``factor``: each edge's
+    weight multiplier (the lengths are then of ``weight * factor``)."""
     dist, pred = longest_paths(
-        src, dst, weight, len(node_step), keep=_in_one_step(src, dst, node_step)
+        src, dst, weight, len(node_step), keep=_in_one_step(src, dst, node_step), factor=factor
     )
     ends, steps = _step_ends(dist, node_step)
     if not len(steps):
@@ -161,16 +167,16 @@ def solve_length(graph: Graph, weight: np.ndarray, keep: np.ndarray | None = Non
 
 
 def _path_edges(graph: Graph, w: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
-    """The edges of the longest path with weights ``w`` (edges ``keep``): the search's
-    effective weights let go before the path is walked (at 10M events each of these arrays
-    is 170 MB)."""
+    """The edges of the longest path with weights ``w`` (edges ``keep``), searched with the
+    tie factors applied as the search goes (at 10M events an array of effective weights is
+    170 MB)."""
     solved = graph.solved(w) if keep is None else None
     if solved is not None:
         graph.longest = None  # used once: its two node arrays are not kept with the graph
     else:
-        eff = graph.effective(w)
-        solved = longest_paths(graph.src, graph.dst, eff, graph.n_nodes, keep=keep)
-        del eff
+        solved = longest_paths(
+            graph.src, graph.dst, w, graph.n_nodes, keep=keep, factor=graph.factors()
+        )
     edges, _n = longest_edges(graph.src, graph.dst, w, graph.n_nodes, keep, solved=solved)
     return edges
 
@@ -181,7 +187,7 @@ def step_paths(
     """Each step's own path: ``{step: Path}`` over the edges whose two ends lie in that step
     (``node_step``: the step of each node, -1 none)."""
     w = graph.weight if weight is None else weight
-    per = longest_per_step(graph.src, graph.dst, graph.effective(w), node_step)
+    per = longest_per_step(graph.src, graph.dst, w, node_step, factor=graph.factors())
     return {s: Path(e, int(w[e].sum()), _by_label(graph, e, w)) for s, (e, _n) in per.items()}
 
 
