@@ -160,8 +160,11 @@ class EventIndex:
 
     @cached_property
     def parent(self) -> np.ndarray:
-        """Row of the enclosing event (``parent_id``), -1 at top level."""
-        return self._link("parent_id")
+        """Row of the enclosing event (``parent_id``), -1 at top level.  Read-only: it is
+        also :attr:`tree_parent` where no Python frames are skipped."""
+        rows = self._link("parent_id")
+        rows.flags.writeable = False
+        return rows
 
     @cached_property
     def op(self) -> np.ndarray:
@@ -349,9 +352,11 @@ class EventIndex:
     @cached_property
     def tree_parent(self) -> np.ndarray:
         """Parent row in the op tree: the nearest enclosing event that is not a Python frame
-        (-1 at top level)."""
+        (-1 at top level); :attr:`parent` itself when the trace has no Python frames."""
         parent = self.parent
         is_python = self.kind.eq("python")
+        if not is_python.any():  # no frames to skip: the parents themselves, not a copy
+            return parent
         # up[r]: r itself unless it is a Python frame, else its nearest non-Python ancestor
         up = np.arange(self.n, dtype=np.int64)
         act = np.flatnonzero(is_python)
