@@ -118,6 +118,8 @@ def _run(path: Path, timed: Any, *, lazy: bool = False, pack: bool = False) -> i
     rep = Report(trace=tr, ops=ot, kernels=kt, timeline=tls, steps=st, window_steps=None)
     rep.run_info = timed("run_info", lambda: pipeline.run_info_of(tr))
     rep.roofline = timed("roofline", lambda: roofline_of_report(rep, overrides=None))
+    # as the report: the derived tables go once the tables have read them
+    timed("drop derived", tr.drop_derived)
     ctx = Context(trace=tr, op_table=ot, timeline=tls, steps=st, window_steps=None)
     found = []
     for rule in rules():

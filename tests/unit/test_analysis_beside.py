@@ -166,14 +166,40 @@ def test_a_shared_trace_reports_the_same_with_the_side_thread(
     assert threaded == serial
 
 
-def test_the_derived_tables_the_analysis_built_are_not_kept() -> None:
-    """The analysis forgets the op and kernel tables it built once the tables and rules have
-    read them (the path's section and the savings want the memory), and nothing reads them
-    again; tables built before it are the caller's, kept; the report is the same."""
+def test_the_derived_tables_the_analysis_built_are_not_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The analysis forgets the op and kernel tables it built once the tables have read them
+    (before the rules: the rules, the graph's cut, the path's section and the savings want
+    the memory), and nothing reads them again (each is built once); tables built before it
+    are the caller's, kept; the report is the same."""
+    from opscope.trace import derived
+
+    built: list[str] = []
+    for name in ("build_ops", "build_kernels"):
+        real = getattr(derived, name)
+
+        def counted(*a: Any, _real: Any = real, _name: str = name, **k: Any) -> Any:
+            built.append(_name)
+            return _real(*a, **k)
+
+        monkeypatch.setattr(derived, name, counted)
+    from opscope.analysis import pipeline
+
+    at_rules: list[tuple[str, ...]] = []
+    real_rules = pipeline.run_rules
+
+    def rules(ctx: Any) -> Any:
+        at_rules.append(ctx.trace.derived_built())
+        return real_rules(ctx)
+
+    monkeypatch.setattr(pipeline, "run_rules", rules)
     fresh = _busy_trace()
     assert fresh.derived_built() == ()
     dropped = _report(fresh)
     assert fresh.derived_built() == ()
+    assert sorted(built) == ["build_kernels", "build_ops"]
+    assert at_rules == [()]  # gone before the rules ran
     kept_trace = _busy_trace()
     kept_trace.ops  # noqa: B018 - built by the caller
     kept = _report(kept_trace)

@@ -115,6 +115,10 @@ def _analyze_rank(
     # the critical path runs beside the tables and rules where a second core pays
     with beside(rank_path, idx.n) as path_result:
         report = _rank_tables(trace, steps, collectives, roofline=roofline, peaks=peaks)
+        # the derived op and kernel tables are read by the tables only (the rules read the
+        # index): those this analysis built go before the rules, the graph's cut and the
+        # path's section (at 10M events about 1.3 GB)
+        trace.drop_derived(keep=derived_before)
         report.run_info = run_info
         if findings:
             report.findings = run_rules(_context(report, trace))
@@ -127,10 +131,6 @@ def _analyze_rank(
                     f.updated(fix=critical.comm_bandwidth_fix(trace, collectives, f)) for f in extra
                 ]
                 report.findings = [*report.findings, *fixed]
-        # the derived op and kernel tables are read by the tables and rules only: those this
-        # analysis built go before the path's section and the savings peak (at 10M events
-        # about 1.4 GB)
-        trace.drop_derived(keep=derived_before)
         graph, report.extra["critical_path"] = path_result()
     role = trace.meta.extra.get("job_role")
     if isinstance(role, dict) and isinstance(report.extra.get("distributed"), dict):

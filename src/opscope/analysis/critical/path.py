@@ -527,9 +527,11 @@ def pieces(
     before = np.where(gap, graph.row[graph.src[e_first]], -1)
     after = np.where(gap, graph.row[graph.dst[e_last]], -1)
     del e_first, e_last, gap
-    if len(row) and max(int(before.max()), int(after.max())) < 2**31:
-        # the evidence's two columns, mostly -1, in half the memory
+    if len(row) and max(int(before.max()), int(after.max()), int(row.max())) < 2**31:
+        # the rows and the evidence's two columns (mostly -1) in half the memory: the pieces
+        # are kept for the report's segments until it is written
         before, after = before.astype(np.int32), after.astype(np.int32)
+        row = row.astype(np.int32)
     return Pieces(ranks, lab, row, t0, sums, before, after)
 
 
