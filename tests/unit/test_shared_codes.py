@@ -135,3 +135,33 @@ def _same_rows(got: pa.Table, want: pa.Table) -> None:
         if pa.types.is_dictionary(a.type):
             a, b = a.cast(pa.string()), b.cast(pa.string())
         assert a.combine_chunks().equals(b.combine_chunks()), column
+
+
+def test_a_compact_analysis_reads_the_args_once_and_lets_them_go(
+    shared: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the trace compact (``analyze(pack_args=True)``) what was read off the ``args``
+    text goes once the tables and rules are done, and nothing after reads it again; the
+    report is the plain one."""
+    import orjson
+
+    from opscope.analysis.pipeline import analyze
+    from opscope.trace import index as index_mod
+
+    path = shared("cuda/a100_cudagraph_rank0_of16.json.gz")
+    plain = orjson.dumps(analyze(load(path, cache=False)).to_dict())
+    reads: list[int] = []
+    real = index_mod.arg_values
+
+    def counted(*a: object, **k: object) -> object:
+        reads.append(1)
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_mod, "arg_values", counted)
+    trace = load(path, cache=False)
+    compact = orjson.dumps(analyze(trace, pack_args=True).to_dict())
+    assert len(reads) == 1
+    assert not {"arg_values", "shapes", "layouts"} & set(vars(trace.index))
+    assert compact == plain
+    _ = trace.index.shapes  # made again from the packed text when asked
+    assert len(reads) == 2

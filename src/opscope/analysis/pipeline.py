@@ -131,6 +131,10 @@ def _analyze_rank(
                     f.updated(fix=critical.comm_bandwidth_fix(trace, collectives, f)) for f in extra
                 ]
                 report.findings = [*report.findings, *fixed]
+        if trace.args_packed:
+            # a packed trace is one command's, analysed once: the tables and rules have read
+            # the shapes, and the path's section and the savings want the memory
+            idx.forget_args()
         graph, report.extra["critical_path"] = path_result()
     role = trace.meta.extra.get("job_role")
     if isinstance(role, dict) and isinstance(report.extra.get("distributed"), dict):

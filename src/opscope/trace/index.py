@@ -499,6 +499,14 @@ class EventIndex:
         self._packed_args = packed
         self.events = events
 
+    def forget_args(self) -> None:
+        """Let go of what was read off the ``args`` text (:attr:`arg_values`,
+        :attr:`shapes`, :attr:`layouts`: about 26 bytes an event) once its readers (the
+        tables and rules) are done and the memory is wanted; a later read makes them again
+        from the text."""
+        for name in ("arg_values", "shapes", "layouts"):
+            self.__dict__.pop(name, None)
+
     @cached_property
     def arg_values(self) -> ArgValues:
         """The shape and layout values of the framework events' ``args``
