@@ -38,6 +38,7 @@ from opscope.analysis.timeline import timeline_summary
 from opscope.errors import OpscopeError
 from opscope.trace import Trace, load
 from opscope.trace.gcpause import collector_paused
+from opscope.trace.heap import between_parts
 from opscope.trace.jobs import MixedJobsError
 from opscope.trace.progress import tell
 
@@ -110,6 +111,7 @@ def _analyze_rank(
 
     def rank_path() -> tuple[Graph, dict[str, Any]]:
         graph = critical.rank_graph(trace, steps, collectives)
+        between_parts()
         return graph, critical.section(trace, graph)
 
     # the critical path runs beside the tables and rules where a second core pays
@@ -141,6 +143,7 @@ def _analyze_rank(
         chosen_rank(report, role, findings)
     if findings and report.findings:
         # each finding's saving is the what-if of its fix on the window's path
+        between_parts()
         saved = critical.finding_savings(trace, graph, report.findings)
         report.findings = rerank(
             [f.updated(step_savings_us=s) for f, s in zip(report.findings, saved, strict=True)]

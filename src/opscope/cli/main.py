@@ -134,7 +134,10 @@ def trace_reader_memory(*, heap_only: bool = False) -> None:
       handing it back and faulting fresh zeroed pages in again took a third of a 1M-event
       report's time in the kernel; the report is about 17 % faster with it.  ``heap_only``
       (``report`` and ``diff``, which analyse whole traces and end once they have written
-      their answer): the largest arrays too, from one arena (:func:`_keep_freed_memory`);
+      their answer): the largest arrays too, from one arena (:func:`_keep_freed_memory`),
+      with the heap's free pages handed back between the analysis's largest parts
+      (:mod:`opscope.trace.heap`: the holes freed temporaries leave are not counted on top
+      of the next part's peak);
       the others (``explore`` and ``mcp`` go on running; ``sql`` runs DuckDB's threads)
       still map those and give them back when they are freed.
 
@@ -146,6 +149,10 @@ def trace_reader_memory(*, heap_only: bool = False) -> None:
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if os.environ.get("OPSCOPE_MALLOPT", "1") != "0":
         _keep_freed_memory(heap_only=heap_only)
+        if heap_only:
+            from opscope.trace.heap import trim_between_parts
+
+            trim_between_parts()
 
 
 #: glibc's mallopt parameters (malloc.h)

@@ -86,6 +86,7 @@ from opscope.analysis.critical.model import (
 from opscope.analysis.opsets import is_data_loading
 from opscope.analysis.timeline import drop_pre_window
 from opscope.trace.commnames import is_host_comm
+from opscope.trace.heap import between_parts
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
 if TYPE_CHECKING:
@@ -195,6 +196,7 @@ def build(
     # the cut replaces the graph's arrays one by one: names left here would keep the old
     # ones alive beside the new (at 10M events about 1 GB more at the cut)
     del node_time, node_row, node_role, src, dst, weight, label, erow, ekind, tie
+    between_parts()  # the edges' temporaries are gone: their free pages back before the cut
     return cut_at_steps(graph, step_bounds(idx))
 
 

@@ -34,6 +34,7 @@ from opscope.analysis.critical.graph import LABELS, Graph, acyclic, build
 from opscope.analysis.critical.model import INFERRED, UNTRACED
 from opscope.analysis.critical.path import Path, Segments, pieces, solve, step_paths
 from opscope.trace.arrays import unique_ints
+from opscope.trace.heap import between_parts
 
 if TYPE_CHECKING:
     from opscope.trace.index import EventIndex
@@ -244,6 +245,7 @@ def section(
     # the steps' paths first: their search's node and edge arrays then meet fewer of the
     # segments' (kept with the report), and the section's peak is the lower of the two
     per_step = step_paths(graph, node_steps(idx, graph), weight)
+    between_parts()  # the steps' search let its arrays go: their pages back before the pieces
     parts = pieces(graph, path, weight)
     segs = Segments(parts, idx)
     walls = step_walls(idx)

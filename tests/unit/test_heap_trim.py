@@ -1,0 +1,64 @@
+"""The heap's free pages handed back between an analysis's largest parts
+(``opscope.trace.heap``): only once a command asked for it, at the cut, before the pieces
+and the section, and before the savings; the report the same either way."""
+
+from __future__ import annotations
+
+import ctypes.util
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from opscope.analysis.pipeline import analyze
+from opscope.trace import heap, load
+
+GLIBC = sys.platform.startswith("linux") and ctypes.util.find_library("c") is not None
+
+
+@pytest.fixture
+def trimming() -> Iterator[None]:
+    heap.trim_between_parts(True)
+    try:
+        yield
+    finally:
+        heap.trim_between_parts(False)
+
+
+def test_nothing_is_handed_back_unless_asked() -> None:
+    heap.trim_between_parts(False)
+    before = heap.trims()
+    assert heap.between_parts() is False
+    assert heap.trims() == before
+
+
+@pytest.mark.skipif(not GLIBC, reason="malloc_trim is glibc's")
+def test_an_analysis_hands_pages_back_between_its_parts(
+    shared: Callable[[str], Path], trimming: None
+) -> None:
+    path = shared("cuda/a100_nccl_rank0_of2.json.gz")
+    heap.trim_between_parts(False)
+    plain = orjson.dumps(analyze(load(path, cache=False), pack_args=True).to_dict())
+    heap.trim_between_parts(True)
+    before = heap.trims()
+    trimmed = orjson.dumps(analyze(load(path, cache=False), pack_args=True).to_dict())
+    # the graph's cut, the section's pieces, the section, the savings
+    assert heap.trims() - before >= 4
+    assert trimmed == plain
+
+
+def test_the_report_command_asks_for_it(tmp_path: Path) -> None:
+    """``opscope report`` turns it on with its memory settings (a subprocess: the settings
+    are the process's)."""
+    import subprocess
+
+    code = (
+        "from opscope.cli.main import trace_reader_memory; from opscope.trace import heap;"
+        "trace_reader_memory(heap_only=True); print(heap._Trim.on)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == str(GLIBC)
