@@ -108,6 +108,7 @@ def _analyze_rank(
     idx = trace.index  # made before the side thread starts: both share this one
     derived_before = trace.derived_built()
     collectives = collective_records(trace, steps)
+    between_parts()  # the load's and the compaction's freed memory back before the analysis
 
     def rank_path() -> tuple[Graph, dict[str, Any]]:
         graph = critical.rank_graph(trace, steps, collectives)

@@ -137,7 +137,7 @@ def trace_reader_memory(*, heap_only: bool = False) -> None:
       their answer): the largest arrays too, from one arena (:func:`_keep_freed_memory`),
       with the heap's free pages handed back between the analysis's largest parts
       (:mod:`opscope.trace.heap`: the holes freed temporaries leave are not counted on top
-      of the next part's peak);
+      of the next part's peak; ``OPSCOPE_TRIM=0``: not);
       the others (``explore`` and ``mcp`` go on running; ``sql`` runs DuckDB's threads)
       still map those and give them back when they are freed.
 
@@ -149,7 +149,7 @@ def trace_reader_memory(*, heap_only: bool = False) -> None:
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if os.environ.get("OPSCOPE_MALLOPT", "1") != "0":
         _keep_freed_memory(heap_only=heap_only)
-        if heap_only:
+        if heap_only and os.environ.get("OPSCOPE_TRIM", "1") != "0":
             from opscope.trace.heap import trim_between_parts
 
             trim_between_parts()

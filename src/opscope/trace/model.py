@@ -26,6 +26,7 @@ import pyarrow as pa
 from opscope.errors import OpscopeError
 from opscope.trace.arrays import one_chunk
 from opscope.trace.device import DeviceInfo, detect_device
+from opscope.trace.mempool import release_ingest_pool
 from opscope.trace.packed import PackedText
 from opscope.trace.schema import EVENT_SCHEMA
 from opscope.trace.sqlsafe import SqlResult, TableSource, TraceSql
@@ -252,6 +253,7 @@ class Trace:
         self.pack_args()
         self.share_codes()
         self.hold_links()
+        release_ingest_pool()  # the dropped columns' pages
 
     def events_with_args(self) -> pa.Table:
         """The event table with every column: ``args`` unpacked again when it is packed, and

@@ -167,6 +167,7 @@ def build(
         )
     }
     resume_after = host_collectives(b, host_links or {}, mids)
+    between_parts()  # the device edges' temporaries are gone: their pages back
     host_chains(b, awaited_end, resume_after, (blocking, host_comm, data), container)
 
     src, dst, weight, label, erow, ekind, tie = edges.arrays()
