@@ -274,8 +274,8 @@ class EventIndex:
         table's own indices (about 4 bytes an event a column) were a second copy of them.  The
         strings each row reads are the same; the dictionaries' order is not."""
         events = self.events
-        built = [c for c in (*SHARED_CODES, "lane") if c in SHARED_CODES or c in self.__dict__]
-        for column in built:
+        lane = ("lane",) if "lane" in self.__dict__ else ()
+        for column in (*SHARED_CODES, *lane):
             at = events.schema.get_field_index(column)
             if at < 0 or not pa.types.is_dictionary(events.schema.field(at).type):
                 continue
