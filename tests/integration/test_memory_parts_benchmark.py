@@ -39,7 +39,8 @@ def test_parts_and_the_table_they_count(tmp_path: Path) -> None:
     (fig,) = json.loads(out.read_text())
     parts = [r["part"] for r in fig["rows"]]
     assert parts[0] == "start" and parts[1] == "load (ingest)" and parts[-1] == "JSON written"
-    assert parts[2] == "pack args"
+    assert parts[2:6] == ["pack args", "share codes", "hold links", "derived.ops"]
+    assert parts.index("drop derived") < min(i for i, p in enumerate(parts) if p.startswith("rule"))
     assert parts.index("critical path graph") < parts.index("critical path section")
     assert any(p.startswith("rule ") for p in parts)
 
@@ -48,7 +49,7 @@ def test_parts_and_the_table_they_count(tmp_path: Path) -> None:
     trace = load(fig["file"], cache=False)
     assert fig["events"] == len(trace) > 15_000
     full = trace.events.nbytes
-    trace.pack_args()  # as the report holds it
+    trace.compact()  # as the report holds it
     packed = trace.index.packed_args
     assert packed is not None and trace.events.nbytes < full
     assert fig["held"]["table"] == trace.events.nbytes + packed.nbytes
