@@ -78,16 +78,21 @@ def test_native_and_python_agree_on_a_large_dag_with_ties() -> None:
     assert np.array_equal(p1, p2)
 
 
+def _forward_dag(rng: np.random.Generator) -> tuple[int, np.ndarray, np.ndarray]:
+    """A random DAG, every edge from a lower node to a higher one: ``n, src, dst``."""
+    n = int(rng.integers(2, 300))
+    m = int(rng.integers(1, 900))
+    a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+    ok = a != b
+    return n, np.minimum(a, b)[ok], np.maximum(a, b)[ok]
+
+
 @pytest.mark.parametrize("native", [True, False])
 def test_factor_searches_the_multiplied_weights(native: bool) -> None:
     """``factor`` gives what ``weight * factor`` gives (ties broken alike), with ``keep`` too."""
     rng = np.random.default_rng(9)
     for _ in range(20):
-        n = int(rng.integers(2, 300))
-        m = int(rng.integers(1, 900))
-        a, b = rng.integers(0, n, m), rng.integers(0, n, m)
-        ok = a != b
-        src, dst = np.minimum(a, b)[ok], np.maximum(a, b)[ok]
+        n, src, dst = _forward_dag(rng)
         w = rng.integers(0, 4, len(src)) * 10**9  # few values, large: ties and int64 sums
         f = rng.choice(np.array([1, 7, 1000], dtype=np.int16), len(src))
         keep = rng.random(len(src)) < 0.7
@@ -105,11 +110,7 @@ def test_keep_searches_the_kept_edges_as_if_alone(native: bool) -> None:
     ties included: the subset's Kahn order, not the whole graph's."""
     rng = np.random.default_rng(5)
     for _ in range(20):
-        n = int(rng.integers(2, 300))
-        m = int(rng.integers(1, 900))
-        a, b = rng.integers(0, n, m), rng.integers(0, n, m)
-        ok = a != b
-        src, dst = np.minimum(a, b)[ok], np.maximum(a, b)[ok]
+        n, src, dst = _forward_dag(rng)
         w = rng.integers(0, 3, len(src))  # few values: many ties
         keep = rng.random(len(src)) < 0.6
         sub = np.flatnonzero(keep)

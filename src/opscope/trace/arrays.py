@@ -264,10 +264,7 @@ class Codes:
     def strings(self) -> np.ndarray:
         """One ``str`` per row (nulls ``""``), as an object array; computed once."""
         if self._strings is None:
-            ext = np.empty(len(self.values) + 1, dtype=object)
-            ext[:-1] = self.values
-            ext[-1] = ""
-            self._strings = ext[self.codes]
+            self._strings = np.asarray(self.texts())
         return self._strings
 
     def texts(self) -> RowTexts:

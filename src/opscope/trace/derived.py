@@ -120,8 +120,7 @@ def build_kernels(events: pa.Table | EventIndex) -> pa.Table:
         if op_name is not None and len(dev_rows)
         else pa.array([], pa.string())
     )
-    held = index.held_links()
-    if "launch_id" in ev.column_names or "launch_id" in held:
+    if "launch_id" in ev.column_names or "launch_id" in index.held_links():
         # linked at ingest (correlation, else ac2g flows: graph launches included)
         launch_arr = index.link_ids("launch_id", dev_rows)
     else:

@@ -10,9 +10,10 @@ the process's peak RSS counted the holes on top of what was live.
 :func:`between_parts` hands the free pages inside the heap back to the kernel
 (``malloc_trim(0)``, which releases whole free pages anywhere in the heap, not only at its
 top) at the few places where a large part has just let its arrays go and the next is about to
-make its own: before the graph's cut at step bounds, before the path's section and before the
-savings.  It does so only once a command asked for it (:func:`trim_between_parts`); the
-library leaves the process's memory to its caller.  Elsewhere (not glibc) it does nothing.
+make its own: after the load, before the graph's host chains and its cut at step bounds,
+before the path's section and its pieces, and before the savings.  It does so only once a
+command asked for it (:func:`trim_between_parts`); the library leaves the process's memory
+to its caller.  Elsewhere (not glibc) it does nothing.
 """
 
 from __future__ import annotations

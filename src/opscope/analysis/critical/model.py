@@ -161,21 +161,13 @@ class Graph:
     longest: tuple[np.ndarray, ...] | None = field(default=None, compare=False, repr=False)
 
     #: each edge's tie factor (:data:`TIE_FACTOR` of its class), made once: every search over
-    #: the graph's edges, with its own or other weights, multiplies by it (:meth:`effective`)
+    #: the graph's edges, with its own or other weights, multiplies by it (:meth:`factors`)
     _factor: np.ndarray | None = field(default=None, compare=False, repr=False)
 
-    def effective(self, weight: np.ndarray) -> np.ndarray:
-        """``weight`` (one per edge) as the longest path is searched with it: times each
-        edge's tie factor (:func:`effective`, with the factors kept from one call to the
-        next)."""
-        out: np.ndarray = np.multiply(
-            np.asarray(weight, dtype=np.int64), self.factors(), dtype=np.int64
-        )
-        return out
-
     def factors(self) -> np.ndarray:
-        """Each edge's tie factor (int16), for a search that multiplies as it goes
-        (``longest_paths(..., factor=)``: no array of effective weights made)."""
+        """Each edge's tie factor (int16, :data:`TIE_FACTOR` of its class): the searches
+        multiply each weight by it as they go (``longest_paths(..., factor=)``), so no
+        array of effective weights (:func:`effective`) is made."""
         f = self._factor
         if f is None or len(f) != len(self.label):
             f = TIE_FACTOR[tie_classes(self.label, self.tie)].astype(np.int16)
