@@ -24,13 +24,20 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
 
-def ints(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
-    """An integer column as int64, nulls as ``fill``: a read-only view of the column's buffer
-    (no copy) when it is int64 in one chunk without nulls."""
+def ints(col: pa.ChunkedArray | pa.Array, fill: int = -1, dtype: Any = np.int64) -> np.ndarray:
+    """An integer column as int64 (or ``dtype``, wide enough for its values), nulls as
+    ``fill``: a read-only view of the column's buffer (no copy) when it is of that type in
+    one chunk without nulls."""
     if col.null_count and pa.types.is_integer(col.type):
-        return np.concatenate([_filled(c, fill) for c in _chunks(col)])
+        return np.concatenate([_filled(c, fill, dtype) for c in _chunks(col)])
     arr = col.fill_null(fill) if col.null_count else col
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def row_dtype(n: int) -> type[np.signedinteger[Any]]:
+    """The integer type of row numbers (and -1 for none) in a table of ``n`` rows: int32,
+    half the memory of int64, below 2**31 rows."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 def one_chunk(table: pa.Table, names: Iterable[str]) -> pa.Table:
@@ -47,15 +54,16 @@ def one_chunk(table: pa.Table, names: Iterable[str]) -> pa.Table:
     return table
 
 
-def _filled(chunk: pa.Array, fill: int) -> np.ndarray:
-    """One chunk of an integer column as int64, nulls as ``fill``: its values and validity read
-    from its buffers (what ``fill_null`` then ``to_numpy`` give, without the kernel)."""
+def _filled(chunk: pa.Array, fill: int, dtype: Any = np.int64) -> np.ndarray:
+    """One chunk of an integer column as int64 (or ``dtype``), nulls as ``fill``: its values
+    and validity read from its buffers (what ``fill_null`` then ``to_numpy`` give, without the
+    kernel)."""
     if not chunk.null_count:
-        return np.asarray(chunk.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return np.asarray(chunk.to_numpy(zero_copy_only=False), dtype=dtype)
     n, at = len(chunk), chunk.offset
     dtype = np.dtype(chunk.type.to_pandas_dtype())
     values = np.frombuffer(chunk.buffers()[1], dtype=dtype, count=n, offset=at * dtype.itemsize)
-    return np.where(_bitmap(chunk), values.astype(np.int64), fill)
+    return np.where(_bitmap(chunk), values.astype(dtype), fill).astype(dtype, copy=False)
 
 
 def _bitmap(chunk: pa.Array) -> np.ndarray:

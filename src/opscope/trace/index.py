@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opscope.trace.argtexts import ArgValues, arg_values
-from opscope.trace.arrays import Codes, ints, unique_inverse, valid
+from opscope.trace.arrays import Codes, ints, row_dtype, unique_inverse, valid
 from opscope.trace.packed import PackedText
 from opscope.trace.schema import DEVICE_WORK_KINDS
 
@@ -127,9 +127,12 @@ class EventIndex:
         order = np.argsort(self.ids, kind="stable")
         return order, self.ids[order]
 
-    def rows_of(self, ids: np.ndarray | pa.ChunkedArray | pa.Array) -> np.ndarray:
+    def rows_of(
+        self, ids: np.ndarray | pa.ChunkedArray | pa.Array, dtype: Any = np.int64
+    ) -> np.ndarray:
         """Rows of event ids (an array, or an Arrow column whose nulls mean none); -1 where
-        the id is null or not in the table."""
+        the id is null or not in the table.  ``dtype``: of the rows (:func:`row_dtype` of the
+        table's size is enough)."""
         if isinstance(ids, (pa.ChunkedArray, pa.Array)):
             null = ~valid(ids) if ids.null_count else None
             values = ints(ids, 0)
@@ -138,7 +141,7 @@ class EventIndex:
             values = np.asarray(ids, dtype=np.int64)
         n = self.n
         if n == 0:
-            return np.full(len(values), -1, dtype=np.int64)
+            return np.full(len(values), -1, dtype=dtype)
         if self.contiguous:
             rows = values - int(self.ids[0])
             bad = (rows < 0) | (rows >= n)
@@ -149,14 +152,21 @@ class EventIndex:
             rows = order[pos]
         if null is not None:
             bad |= null
-        return np.where(bad, -1, rows).astype(np.int64)
+        out: np.ndarray = np.where(bad, -1, rows).astype(dtype, copy=False)
+        return out
+
+    @property
+    def row_dtype(self) -> type[np.signedinteger[Any]]:
+        """The integer type of this index's row links (:attr:`parent`, :attr:`op`,
+        :attr:`launch`, :attr:`tree_parent`): int32 below 2**31 rows (:func:`row_dtype`)."""
+        return row_dtype(self.n)
 
     def _link(self, column: str) -> np.ndarray:
         if column in self._held_links:  # made before the column went (hold_links)
             raise RuntimeError(f"{column} is held by the index: its rows are read first")
         if column not in self.events.column_names:
-            return np.full(self.n, -1, dtype=np.int64)
-        return self.rows_of(self.events.column(column))
+            return np.full(self.n, -1, dtype=self.row_dtype)
+        return self.rows_of(self.events.column(column), self.row_dtype)
 
     @cached_property
     def parent(self) -> np.ndarray:
@@ -315,8 +325,8 @@ class EventIndex:
 
     @cached_property
     def step(self) -> np.ndarray:
-        """Profiler step of each event, -1 when none."""
-        return ints(self.events.column("step"))
+        """Profiler step of each event, -1 when none (int32, as the table holds it)."""
+        return ints(self.events.column("step"), dtype=np.int32)
 
     def in_steps(self, steps: tuple[int, int] | None) -> np.ndarray:
         """The window mask: events whose step is in ``[first, last]`` (all when None)."""
@@ -358,7 +368,7 @@ class EventIndex:
         if not is_python.any():  # no frames to skip: the parents themselves, not a copy
             return parent
         # up[r]: r itself unless it is a Python frame, else its nearest non-Python ancestor
-        up = np.arange(self.n, dtype=np.int64)
+        up = np.arange(self.n, dtype=parent.dtype)
         act = np.flatnonzero(is_python)
         up[act] = parent[act]
         for _ in range(_MAX_JUMPS):
@@ -367,7 +377,8 @@ class EventIndex:
             if not len(act):
                 break
             up[act] = up[up[act]]
-        return np.where(parent >= 0, up[np.maximum(parent, 0)], -1).astype(np.int64)
+        out: np.ndarray = np.where(parent >= 0, up[np.maximum(parent, 0)], -1)
+        return out.astype(parent.dtype, copy=False)
 
     @cached_property
     def depth(self) -> np.ndarray:
@@ -417,7 +428,7 @@ class EventIndex:
         """The op tree's non-root nodes, deepest level first: per level the rows (grouped
         by parent), each parent once, and where each parent's rows start."""
         tp = self.tree_parent
-        rows = np.flatnonzero(self.in_tree & (tp >= 0))
+        rows = np.flatnonzero(self.in_tree & (tp >= 0)).astype(tp.dtype)
         if not len(rows):
             return []
         # by depth (deepest first), then by parent: one sort
@@ -443,15 +454,16 @@ class EventIndex:
     # -- groups ------------------------------------------------------------------------------
     @cached_property
     def thread(self) -> np.ndarray:
-        """One code per (rank, pid, tid), ordered like the triple (pid and tid as text)."""
+        """One code per (rank, pid, tid), ordered like the triple (pid and tid as text);
+        int32."""
         if self.n == 0:
-            return np.zeros(0, dtype=np.int64)
+            return np.zeros(0, dtype=np.int32)
         rank = self.rank - int(self.rank.min())
         pid = self.pid.text_codes().astype(np.int64) + 1
         tid = self.tid.text_codes().astype(np.int64) + 1
         n_pid, n_tid = len(self.pid.values) + 1, len(self.tid.values) + 1
         key = (rank * n_pid + pid) * n_tid + tid
-        return unique_inverse(key)[1]
+        return unique_inverse(key)[1].astype(np.int32)
 
     # -- args --------------------------------------------------------------------------------
     # Every reader of the ``args`` text goes through these three: the column may be kept
