@@ -110,7 +110,25 @@ def test_bad_buffers_are_refused() -> None:
         host._native.chains(order, hrows + 7, rows, marks, codes, *outs, *small)
     with pytest.raises(ValueError, match="unequal"):
         host._native.chains(order, hrows, (*rows[:5], i64), marks, codes, *outs, *small)
-    with pytest.raises(ValueError, match="six int64"):
+    with pytest.raises(ValueError, match="six int row buffers"):
         host._native.chains(order, hrows, rows[:5], marks, codes, *outs, *small)
+    with pytest.raises(ValueError, match="width 4 or 8"):
+        host._native.chains(order, hrows, rows, marks, codes, *outs, *small, 2)
+    # ids of 32 bits (width 4): the same edges; 64-bit ids read as 32-bit ones are refused
+    i32 = [np.zeros(3, dtype=np.int32), rows[1], rows[2], np.zeros(3, dtype=np.int32)]
+    rows32 = (*i32, rows[4], rows[5])
+    outs32 = [np.empty(3, dtype=np.int32), np.empty(3, dtype=np.int32), np.empty(3, np.int64)]
+    small32 = [np.empty(3, dtype=np.int8), np.empty(3, dtype=np.int32), np.empty(3, np.int8)]
+    outs64 = [np.empty(3, dtype=np.int64) for _ in range(3)]
+    small64 = [np.empty(3, dtype=np.int8), np.empty(3, dtype=np.int64), np.empty(3, np.int8)]
+    want = host._native.chains(order, hrows, rows, marks, codes, *outs64, *small64)
+    got = host._native.chains(
+        order.astype(np.int32), hrows.astype(np.int32), rows32, marks, codes, *outs32, *small32, 4
+    )
+    assert got == want
+    for a, b in zip([*outs32, *small32], [*outs64, *small64], strict=True):
+        assert a[:got].tolist() == b[:want].tolist()
+    with pytest.raises(ValueError, match="unequal"):
+        host._native.chains(order, hrows, rows, marks, codes, *outs, *small, 4)
     with pytest.raises(ValueError, match="wrong lengths"):
         host._native.chains(order, hrows[:1], rows, marks, codes, *outs, *small)

@@ -23,9 +23,11 @@ from opscope.trace import load
 
 FIELDS = ("time", "row", "role", "src", "dst", "weight", "label", "edge_row", "kind")
 
-# (trace, then the temporaries of the cut and of the hand-offs before the fixes; now)
-#   a100_nccl_rank0_of2:        cut 1.33 -> 0.84, hand-offs 1.06 -> 0.38
-#   a100_cudagraph_rank0_of16:  cut 1.66 -> 0.98, hand-offs 0.91 -> 0.60
+# (trace, then the temporaries of the cut and of the hand-offs before the fixes; after them;
+# now, with the graph's ids and rows of 32 bits, a graph of about two thirds the bytes, and
+# the cut's temporaries made as narrow and a block of edges at a time)
+#   a100_nccl_rank0_of2:        cut 1.33 -> 0.84 -> 0.74, hand-offs 1.06 -> 0.38 -> 0.42
+#   a100_cudagraph_rank0_of16:  cut 1.66 -> 0.98 -> 0.94, hand-offs 0.91 -> 0.60 -> 0.66
 CUT_BOUND = 1.15
 HANDOFF_BOUND = 0.75
 TRACES = ("cuda/a100_nccl_rank0_of2.json.gz", "cuda/a100_cudagraph_rank0_of16.json.gz")
@@ -82,8 +84,10 @@ def test_graph_temporaries_stay_below_a_copy_of_the_graph(
 
 
 # the section's temporaries before (the steps' search beside the segments' pieces, whose
-# edge-sized arrays lived to the end) and now, as a fraction of the graph's own bytes:
-#   a100_nccl_rank0_of2 1.60 -> 1.06; a100_cudagraph_rank0_of16 1.07 -> 0.88
+# edge-sized arrays lived to the end), after, and now with narrow ids (the graph's bytes
+# two thirds of what they were; the paths' edges and the nodes' steps narrow too, the
+# nodes' steps made a smaller block at a time), as a fraction of the graph's own bytes:
+#   a100_nccl_rank0_of2 1.60 -> 1.06 -> 1.24; a100_cudagraph_rank0_of16 1.07 -> 0.88 -> 0.93
 SECTION_BOUNDS = [(TRACES[0], 1.3), (TRACES[1], 0.97)]
 
 

@@ -12,5 +12,6 @@ def chains(
     out_label: Any,
     out_attr: Any,
     out_kind: Any,
+    width: int = 8,
     /,
 ) -> int: ...

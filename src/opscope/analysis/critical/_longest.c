@@ -2,8 +2,10 @@
 
    longest(src, dst, weight, dist, pred[, keep[, factor]]) -> int
 
-   src, dst, weight: int64 buffers of one length E (edge e goes src[e] -> dst[e], weight[e] >= 0
-   expected but not required); dist, pred: writable int64 buffers of length N (the node count);
+   src, dst, weight: buffers of one length E (edge e goes src[e] -> dst[e], weight[e] >= 0
+   expected but not required); dist, pred: writable buffers of length N (the node count).
+   weight and dist are int64; src, dst and pred are int64, or all three int32 (a graph of
+   fewer than 2**31 nodes and edges held with narrow ids: half their memory);
    keep (optional, None or one byte per edge): only the edges whose byte is not zero take part,
    as if the others were not there (pred names edges by their index in the whole buffers);
    factor (optional, None or one int16 per edge): each edge searched with weight[e] *
@@ -67,10 +69,10 @@ static inline void relax(int64_t u, const int64_t *first, const int64_t *order,
    counting sort), then Kahn's order from the nodes with no in-edge, each node's out-edges
    relaxed in turn (a head whose in-edges are all seen joins the queue; of two equally long
    paths the first found is kept).  Returns the nodes reached, or -1 when out of memory. */
-#define LONGEST_SEARCH(NAME, IDX)                                                              \
-    static Py_ssize_t NAME(Py_ssize_t E, Py_ssize_t N, const int64_t *src, const int64_t *dst, \
+#define LONGEST_SEARCH(NAME, IDX, T)                                                           \
+    static Py_ssize_t NAME(Py_ssize_t E, Py_ssize_t N, const T *src, const T *dst,             \
                            const int64_t *w, const uint8_t *keep, const int16_t *factor,       \
-                           int64_t *dist, int64_t *pred) {                                     \
+                           int64_t *dist, T *pred) {                                           \
         IDX *order = scratch(sizeof(IDX) * (size_t)E, 0);                                      \
         IDX *start = scratch(sizeof(IDX) * ((size_t)N + 1), 1);                                \
         IDX *indeg = scratch(sizeof(IDX) * ((size_t)N + 1), 1);                                \
@@ -109,7 +111,7 @@ static inline void relax(int64_t u, const int64_t *first, const int64_t *order,
                 int64_t cand = du + (factor ? w[e] * (int64_t)factor[e] : w[e]);               \
                 if (cand > dist[v]) {                                                          \
                     dist[v] = cand;                                                            \
-                    pred[v] = e;                                                               \
+                    pred[v] = (T)e;                                                            \
                 }                                                                              \
                 if (--indeg[v] == 0) queue[tail++] = (IDX)v;                                   \
             }                                                                                  \
@@ -122,8 +124,10 @@ static inline void relax(int64_t u, const int64_t *first, const int64_t *order,
         return reached;                                                                        \
     }
 
-LONGEST_SEARCH(search32, int32_t)
-LONGEST_SEARCH(search64, int64_t)
+LONGEST_SEARCH(search32, int32_t, int64_t)
+LONGEST_SEARCH(search64, int64_t, int64_t)
+/* node and edge ids of 32 bits (a graph below 2**31 nodes and edges): half the memory */
+LONGEST_SEARCH(search32n, int32_t, int32_t)
 
 static PyObject *longest(PyObject *self, PyObject *args) {
     Py_buffer sb, db, wb, distb, predb, kb = {0}, fb = {0};
@@ -133,7 +137,10 @@ static PyObject *longest(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     int have_keep = 0, have_factor = 0;
-    Py_ssize_t E = sb.len / 8, N = distb.len / 8;
+    /* the weights are int64: they give the edge count; src, dst and pred are int64, or all
+       three int32 (narrow ids) */
+    Py_ssize_t E = wb.len / 8, N = distb.len / 8;
+    int ids32 = E > 0 ? sb.len == 4 * E : (N > 0 && predb.len == 4 * N);
     if (keep_obj != Py_None) {
         if (PyObject_GetBuffer(keep_obj, &kb, PyBUF_SIMPLE) < 0) goto done;
         have_keep = 1;
@@ -150,26 +157,42 @@ static PyObject *longest(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    if (db.len != sb.len || wb.len != sb.len || predb.len != distb.len) {
-        PyErr_SetString(PyExc_ValueError, "longest: buffers of unequal lengths");
+    Py_ssize_t width = ids32 ? 4 : 8;
+    if (sb.len != width * E || db.len != sb.len || wb.len != 8 * E || predb.len != width * N ||
+        (ids32 && (E >= INT32_MAX || N >= INT32_MAX))) {
+        PyErr_SetString(PyExc_ValueError, "longest: buffers of unequal lengths or widths");
         goto done;
     }
-    const int64_t *src = (const int64_t *)sb.buf, *dst = (const int64_t *)db.buf;
     const int64_t *w = (const int64_t *)wb.buf;
     const uint8_t *keep = have_keep ? (const uint8_t *)kb.buf : NULL;
     const int16_t *factor = have_factor ? (const int16_t *)fb.buf : NULL;
-    int64_t *dist = (int64_t *)distb.buf, *pred = (int64_t *)predb.buf;
-    for (Py_ssize_t e = 0; e < E; e++) {
-        if (src[e] < 0 || src[e] >= N || dst[e] < 0 || dst[e] >= N) {
-            PyErr_SetString(PyExc_ValueError, "longest: an edge names a node out of range");
-            goto done;
-        }
+    int64_t *dist = (int64_t *)distb.buf;
+    int bad = 0;
+    if (ids32) {
+        const int32_t *src = (const int32_t *)sb.buf, *dst = (const int32_t *)db.buf;
+        for (Py_ssize_t e = 0; e < E && !bad; e++)
+            bad = src[e] < 0 || src[e] >= N || dst[e] < 0 || dst[e] >= N;
+    } else {
+        const int64_t *src = (const int64_t *)sb.buf, *dst = (const int64_t *)db.buf;
+        for (Py_ssize_t e = 0; e < E && !bad; e++)
+            bad = src[e] < 0 || src[e] >= N || dst[e] < 0 || dst[e] >= N;
+    }
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "longest: an edge names a node out of range");
+        goto done;
     }
     Py_ssize_t reached;
     int narrow = E < INT32_MAX && N < INT32_MAX;
     Py_BEGIN_ALLOW_THREADS
-    reached = narrow ? search32(E, N, src, dst, w, keep, factor, dist, pred)
-                     : search64(E, N, src, dst, w, keep, factor, dist, pred);
+    if (ids32)
+        reached = search32n(E, N, (const int32_t *)sb.buf, (const int32_t *)db.buf, w, keep,
+                            factor, dist, (int32_t *)predb.buf);
+    else if (narrow)
+        reached = search32(E, N, (const int64_t *)sb.buf, (const int64_t *)db.buf, w, keep,
+                           factor, dist, (int64_t *)predb.buf);
+    else
+        reached = search64(E, N, (const int64_t *)sb.buf, (const int64_t *)db.buf, w, keep,
+                           factor, dist, (int64_t *)predb.buf);
     Py_END_ALLOW_THREADS
     if (reached < 0)
         PyErr_NoMemory();
@@ -186,38 +209,58 @@ done:
     return result;
 }
 
-/* walk(pred, src, ends, out) -> int
+/* walk(pred, src, ends, out, counts[, width]) -> int
 
    For each node in ``ends`` (int64), the edges of the longest path ending there, last to
    first, written one path after another into ``out`` (int64, writable, large enough: at most
    one edge per node per path); returns the number written.  ``pred``/``src`` as longest()
-   gives and takes them.  A path stops at a node whose pred is -1, or after N edges (a guard:
+   gives and takes them, of ``width`` bytes (8, or 4 for narrow ids).  A path stops at a node whose pred is -1, or after N edges (a guard:
    pred never holds a cycle when longest() succeeded).  The caller finds each path's end by
    its count, which it gets from ``counts`` (int64, writable, one per end). */
+/* the walk for one width of pred and src (int64, or int32 as longest() gives them for
+   narrow ids); returns 1 when something is out of range */
+#define WALK(NAME, T)                                                                          \
+    static int NAME(const T *pred, const T *src, Py_ssize_t N, Py_ssize_t E,                 \
+                    const int64_t *ends, Py_ssize_t M, int64_t *out, Py_ssize_t cap,         \
+                    int64_t *counts, Py_ssize_t *written) {                                  \
+        Py_ssize_t k = 0;                                                                    \
+        for (Py_ssize_t i = 0; i < M; i++) {                                                 \
+            int64_t v = ends[i];                                                             \
+            Py_ssize_t here = 0;                                                             \
+            if (v < 0 || v >= N) return 1;                                                   \
+            int64_t e = pred[v];                                                             \
+            while (e >= 0 && here <= N) {                                                    \
+                if (e >= E || k >= cap) return 1;                                            \
+                out[k++] = e;                                                                \
+                here++;                                                                      \
+                v = src[e];                                                                  \
+                if (v < 0 || v >= N) return 1;                                               \
+                e = pred[v];                                                                 \
+            }                                                                                \
+            counts[i] = here;                                                                \
+        }                                                                                    \
+        *written = k;                                                                        \
+        return 0;                                                                            \
+    }
+
+WALK(walk64, int64_t)
+WALK(walk32, int32_t)
+
 static PyObject *walk(PyObject *self, PyObject *args) {
     Py_buffer pb, sb, eb, ob, cb;
-    if (!PyArg_ParseTuple(args, "y*y*y*w*w*", &pb, &sb, &eb, &ob, &cb)) return NULL;
-    const int64_t *pred = (const int64_t *)pb.buf, *src = (const int64_t *)sb.buf;
+    int width = 8;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*|i", &pb, &sb, &eb, &ob, &cb, &width)) return NULL;
     const int64_t *ends = (const int64_t *)eb.buf;
     int64_t *out = (int64_t *)ob.buf, *counts = (int64_t *)cb.buf;
-    Py_ssize_t N = pb.len / 8, M = eb.len / 8, cap = ob.len / 8, E = sb.len / 8;
+    Py_ssize_t M = eb.len / 8, cap = ob.len / 8;
     Py_ssize_t k = 0;
-    int bad = 0;
-    if (cb.len / 8 != M) bad = 1;
-    for (Py_ssize_t i = 0; i < M && !bad; i++) {
-        int64_t v = ends[i];
-        Py_ssize_t here = 0;
-        if (v < 0 || v >= N) { bad = 1; break; }
-        int64_t e = pred[v];
-        while (e >= 0 && here <= N) {
-            if (e >= E || k >= cap) { bad = 1; break; }
-            out[k++] = e;
-            here++;
-            v = src[e];
-            if (v < 0 || v >= N) { bad = 1; break; }
-            e = pred[v];
-        }
-        counts[i] = here;
+    int bad = (width != 4 && width != 8) || cb.len / 8 != M;
+    if (!bad) {
+        Py_ssize_t N = pb.len / width, E = sb.len / width;
+        bad = width == 4 ? walk32((const int32_t *)pb.buf, (const int32_t *)sb.buf, N, E, ends,
+                                  M, out, cap, counts, &k)
+                         : walk64((const int64_t *)pb.buf, (const int64_t *)sb.buf, N, E, ends,
+                                  M, out, cap, counts, &k);
     }
     PyBuffer_Release(&pb);
     PyBuffer_Release(&sb);

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from opscope.analysis.critical.longest import ids_dtype
 from opscope.analysis.critical.model import Graph
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def step_bounds(idx: EventIndex) -> np.ndarray:
 
 #: edges examined at a time when looking for those that cross a boundary (bounds the
 #: temporaries: four int64 values an edge)
-_CHUNK = 1 << 20
+_CHUNK = 1 << 14
 
 
 def _crossing(graph: Graph, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -68,35 +69,46 @@ def cut_at_steps(graph: Graph, bounds: np.ndarray) -> Graph:
     t = graph.time
     n_cut = hi - lo
     total = int(n_cut.sum())
+    n0 = graph.n_nodes
+    n_edges = graph.n_edges + 2 * total  # each cut adds two edges
+    # the ids of the cut graph (32 bits where they fit), and of its edges
+    ids = ids_dtype(n0 + 2 * total, n_edges)
+    if graph.src.dtype == np.int32 and ids is np.int64:
+        graph.src, graph.dst = graph.src.astype(np.int64), graph.dst.astype(np.int64)
     # one row per (edge, bound crossed), in edge order then time
-    e = np.repeat(crossing, n_cut)
+    e = np.repeat(crossing.astype(ids), n_cut)
     first = np.repeat(np.cumsum(n_cut) - n_cut, n_cut)
     p = bounds[np.repeat(lo, n_cut) + (np.arange(total) - first)]
     del first, lo, hi
-    n0 = graph.n_nodes
-    a = n0 + 2 * np.arange(total)  # the end-like node at each cut
+    a = (n0 + 2 * np.arange(total)).astype(ids)  # the end-like node at each cut
     b = a + 1  # the start-like node
     # the pieces of each crossing edge: src -> a1, b1 -> a2, ..., bk -> dst
     is_first = np.r_[True, e[1:] != e[:-1]]
     is_last = np.r_[e[1:] != e[:-1], True]
     ts, td = t[graph.src[e]], t[graph.dst[e]]
-    piece_src = np.where(is_first, graph.src[e], np.roll(b, 1))
+    piece_src = np.where(is_first, graph.src[e], np.roll(b, 1)).astype(graph.src.dtype)
     piece_t0 = np.where(is_first, ts, np.roll(p, 1))
-    w = graph.weight[e]
+    del ts
     # the weight is the last part of the edge's span: the time of each piece in it
-    tail_from = td - w  # where the weighted part begins
+    tail_from = td - graph.weight[e]  # where the weighted part begins
     piece_w = np.maximum(0, p - np.maximum(piece_t0, tail_from))
+    del piece_t0
     last_w = np.maximum(0, td - np.maximum(p, tail_from))
+    del td, tail_from
     src = np.concatenate([piece_src, a, b[is_last]])
+    del piece_src
     dst = np.concatenate([a, b, graph.dst[e[is_last]]])
+    del a, b
     weight = np.concatenate([piece_w, np.zeros(total, np.int64), last_w[is_last]])
+    del piece_w, last_w
     e3 = np.concatenate([e, e, e[is_last]])
     keep = np.ones(graph.n_edges, dtype=bool)
     keep[crossing] = False
     row_of = np.where(graph.edge_row[e] >= 0, graph.edge_row[e], graph.row[graph.src[e]])
-    nodes_row = np.empty(2 * total, dtype=np.int64)
+    nodes_row = np.empty(2 * total, dtype=graph.row.dtype)
     nodes_row[0::2] = row_of
     nodes_row[1::2] = row_of
+    del row_of, e
     role = np.empty(2 * total, dtype=np.int8)
     role[0::2] = 1
     role[1::2] = 0
@@ -106,7 +118,7 @@ def cut_at_steps(graph: Graph, bounds: np.ndarray) -> Graph:
     # each old array is let go as its new one is made
     graph.time = np.concatenate([t, np.repeat(p, 2)]).astype(np.int64, copy=False)
     del t
-    graph.row = np.concatenate([graph.row, nodes_row]).astype(np.int64, copy=False)
+    graph.row = np.concatenate([graph.row, nodes_row]).astype(graph.row.dtype, copy=False)
     graph.role = np.concatenate([graph.role, role]).astype(graph.role.dtype, copy=False)
     graph.src = _joined(graph.src, keep, src)
     graph.dst = _joined(graph.dst, keep, dst)

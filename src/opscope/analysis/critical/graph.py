@@ -63,6 +63,7 @@ import numpy as np
 from opscope.analysis.critical.boundaries import cut_at_steps, step_bounds
 from opscope.analysis.critical.device import device_edges, sync_edges
 from opscope.analysis.critical.host import host_chains, host_collectives
+from opscope.analysis.critical.longest import ids_dtype
 from opscope.analysis.critical.model import (
     BLOCKING,
     COMM,
@@ -136,23 +137,24 @@ def build(
     node_time = np.concatenate(
         [start[hrows], end[hrows], start[drows], end[drows], start[mrows] + mwait]
     ).astype(np.int64)
-    node_row = np.concatenate([hrows, hrows, drows, drows, mrows]).astype(np.int64)
+    node_row = np.concatenate([hrows, hrows, drows, drows, mrows]).astype(idx.row_dtype)
     node_role = np.concatenate(
         [np.zeros(nh), np.ones(nh), np.zeros(nd), np.ones(nd), np.full(nm, 2)]
     ).astype(np.int8)
-    start_node = np.full(n, -1, dtype=np.int64)
-    end_node = np.full(n, -1, dtype=np.int64)
+    ids = ids_dtype(2 * nh + 2 * nd + nm, 0)  # node ids of 32 bits where they fit
+    start_node = np.full(n, -1, dtype=ids)
+    end_node = np.full(n, -1, dtype=ids)
     start_node[hrows] = np.arange(nh)
     end_node[hrows] = nh + np.arange(nh)
     start_node[drows] = 2 * nh + np.arange(nd)
     end_node[drows] = 2 * nh + nd + np.arange(nd)
     mid_node = 2 * nh + 2 * nd + np.arange(nm)
 
-    edges = Edges()
+    edges = Edges(ids, idx.row_dtype)
     blocking = names.passing(lambda s: any(b in s.lower() for b in BLOCKING)) & idx.is_runtime
     data = under(idx, names.passing(is_data_loading) & idx.is_framework)
 
-    b = Build(idx, sel, host, work, hrows, drows, start_node, end_node, edges)
+    b = Build(idx, sel, host, work, hrows, drows, start_node, end_node, edges, node_time)
     awaited_end, cross, own_copies = sync_edges(b, blocking)
     unexplained = device_edges(b, cross)
     # a copy call whose copy started late for no reason the trace shows spent that time in
@@ -250,8 +252,8 @@ def _split(
     src, dst, weight, label, row, kind and tie class."""
     starts, ends, mids = nodes
     src, dst, weight = arrays[0], arrays[1], arrays[2]
-    key = src * (1 << 31) + dst
-    want = starts * (1 << 31) + ends
+    key = src.astype(np.int64) * (1 << 31) + dst
+    want = starts.astype(np.int64) * (1 << 31) + ends
     span = np.isin(key, want)
     keep = ~span
     out = [a[keep] for a in arrays]

@@ -44,7 +44,7 @@ def host_parent(idx: EventIndex, host: np.ndarray) -> np.ndarray:
     """Innermost enclosing host row of each row (-1 none): the op-tree parent for framework
     rows, the issuing op for runtime rows; parents outside ``host`` count as none."""
     par = np.where(idx.is_framework, idx.tree_parent, idx.op)
-    par = np.where(par == np.arange(idx.n), -1, par)
+    par = np.where(par == np.arange(idx.n, dtype=par.dtype), -1, par)
     ok = par >= 0
     ok[ok] = host[par[ok]]
     return np.where(ok, par, -1)
@@ -54,7 +54,7 @@ def nest_parent(idx: EventIndex, host: np.ndarray) -> np.ndarray:
     """Innermost enclosing row of ``host`` of each row (-1 none), through the nesting of the
     thread's ranges (Python frames and annotations included; rows outside ``host`` skipped)."""
     raw = idx.parent
-    par = np.where(raw == np.arange(idx.n), -1, raw)
+    par = np.where(raw == np.arange(idx.n, dtype=raw.dtype), -1, raw)
     act = np.flatnonzero(par >= 0)
     act = act[~host[par[act]]]
     for _ in range(1024):  # the nesting's depth bounds the hops
@@ -64,7 +64,7 @@ def nest_parent(idx: EventIndex, host: np.ndarray) -> np.ndarray:
         par[act] = np.where(par[act] == act, -1, par[act])
         act = act[par[act] >= 0]
         act = act[~host[par[act]]]
-    out: np.ndarray = par.astype(np.int64)
+    out: np.ndarray = par  # the links' own type (int32 where the rows allow)
     return out
 
 
@@ -72,7 +72,7 @@ def owners(parent: np.ndarray, container: np.ndarray) -> np.ndarray:
     """Per row, the row whose time a piece attributed to it is: the row itself, or for a
     container under an op (``parent``'s nesting), that op: time under a range that runs
     inside an op is the op's own time."""
-    owner = np.arange(len(parent), dtype=np.int64)
+    owner = np.arange(len(parent), dtype=parent.dtype)
     act = np.flatnonzero(container)
     cur = parent[act]
     while len(act):
@@ -115,6 +115,7 @@ def call_order(
     within each half): a three-key sort instead of six."""
     if not len(rows):
         return np.zeros(0, dtype=np.int64)
+    depth = depth.astype(np.int64)  # the key below is of 64 bits whatever the inputs' type
     span = int(depth.max()) + 1
     width = int(rows.max()) + 1
     tie = np.concatenate([(2 * span + depth) * width, (span - depth) * width])
@@ -142,7 +143,7 @@ def host_chains(
     container = container & host
     work = host & ~container
     parent = nest_parent(idx, host) if container.any() else host_parent(idx, host)
-    depth = np.zeros(idx.n, dtype=np.int64)  # among host rows: orders equal times only
+    depth = np.zeros(idx.n, dtype=np.int32)  # among host rows: orders equal times only
     p = parent[hrows]
     act, p = hrows[p >= 0], p[p >= 0]
     while len(act):
@@ -150,7 +151,13 @@ def host_chains(
         p = parent[p]
         keep = p >= 0
         act, p = act[keep], p[keep]
-    t = np.concatenate([idx.start[hrows], idx.end[hrows]])  # the starts, then the ends
+    nh = len(hrows)
+    # the starts, then the ends: the graph's first 2 * nh node times when it has them
+    t = (
+        bd.time[: 2 * nh]
+        if bd.time is not None and len(bd.time) >= 2 * nh
+        else np.concatenate([idx.start[hrows], idx.end[hrows]])
+    )
     order = call_order(hrows, t, depth[hrows], idx.thread[hrows])
     del depth
     rows = (parent, awaited_end, resume_after, marks)
@@ -298,13 +305,20 @@ def _chain_edges_native(
     idx = bd.idx
     parent, awaited_end, resume_after, marks = rows
     n = max(len(order) - 1, 0)
-    src, dst, w, attributed = (np.empty(n, dtype=np.int64) for _ in range(4))
+    # node ids, rows and threads of 32 bits where the graph's ids are (half the memory of
+    # the pass's inputs and outputs); times and weights int64
+    ids = np.int32 if bd.start_node.dtype == np.int32 and idx.row_dtype is np.int32 else np.int64
+    src, dst, attributed = (np.empty(n, dtype=ids) for _ in range(3))
+    w = np.empty(n, dtype=np.int64)
     label, kind = np.empty(n, dtype=np.int8), np.empty(n, dtype=np.int8)
-    i64 = [idx.thread, idx.start, idx.end, parent, awaited_end, resume_after]
+    row_ints = [idx.thread, idx.start, idx.end, parent, awaited_end, resume_after]
     m = native.chains(
-        np.ascontiguousarray(order, dtype=np.int64),
-        np.ascontiguousarray(bd.hrows, dtype=np.int64),
-        tuple(np.ascontiguousarray(a, dtype=np.int64) for a in i64),
+        np.ascontiguousarray(order, dtype=ids),
+        np.ascontiguousarray(bd.hrows, dtype=ids),
+        tuple(
+            np.ascontiguousarray(a, dtype=ids if k in (0, 3) else np.int64)
+            for k, a in enumerate(row_ints)
+        ),
         tuple(np.ascontiguousarray(a, dtype=np.bool_) for a in marks),
         np.asarray([CPU, DATA, COMM, SYNC, NONE, THREAD, RESUME], dtype=np.int8),
         src,
@@ -313,6 +327,7 @@ def _chain_edges_native(
         label,
         attributed,
         kind,
+        np.dtype(ids).itemsize,
     )
     return src[:m], dst[:m], w[:m], (label[:m], attributed[:m], kind[:m])
 

@@ -1,11 +1,13 @@
 """Longest paths in a weighted DAG: for every node, the longest path ending there.
 
-:func:`longest_paths` takes the edges as three int64 arrays and returns ``dist`` (the length
-of the longest path ending at each node; a path may start anywhere, so ``dist >= 0``) and
-``pred`` (the edge that path arrives by, -1 where it starts).  Nodes are visited in a
-topological order (Kahn's algorithm); of two equally long paths the first found is kept.  A
-graph with a cycle is refused (:class:`CycleError`): the callers build graphs whose edges
-follow the clock, so a cycle means an inconsistent trace and is reported, never hidden.
+:func:`longest_paths` takes the edges as three arrays (``src`` and ``dst`` int64, or int32
+for a graph of narrow ids; ``weight`` int64) and returns ``dist`` (int64: the length of the
+longest path ending at each node; a path may start anywhere, so ``dist >= 0``) and ``pred``
+(the edge that path arrives by, -1 where it starts; int32 when ``src`` and ``dst`` are).
+Nodes are visited in a topological order (Kahn's algorithm); of two equally long paths the
+first found is kept.  A graph with a cycle is refused (:class:`CycleError`): the callers
+build graphs whose edges follow the clock, so a cycle means an inconsistent trace and is
+reported, never hidden.
 
 The work is one pass over nodes and edges, done by the optional C extension ``_longest``
 (built with the trace scanner, ``setup.py``); without it the same algorithm runs in Python,
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +61,18 @@ def _python(src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> tuple[li
     return dist, pred, [reached]
 
 
+def ids_dtype(n_nodes: int, n_edges: int) -> type[np.signedinteger[Any]]:
+    """The integer type of a graph's node and edge ids (``src``, ``dst``, the searches'
+    ``pred``): int32, half the memory of int64, below 2**31 nodes and edges."""
+    return np.int32 if max(n_nodes, n_edges) < 2**31 - 1 else np.int64
+
+
+def _ids_of(src: np.ndarray, dst: np.ndarray, n: int) -> type[np.signedinteger[Any]]:
+    """int32 where ``src`` and ``dst`` are both int32 and the sizes allow it, else int64."""
+    narrow = np.asarray(src).dtype == np.int32 and np.asarray(dst).dtype == np.int32
+    return np.int32 if narrow and ids_dtype(n, len(src)) is np.int32 else np.int64
+
+
 def longest_paths(
     src: np.ndarray,
     dst: np.ndarray,
@@ -73,9 +88,12 @@ def longest_paths(
     names edges by their index in the whole arrays); raises :class:`CycleError` when the edges
     hold a cycle, ValueError when one names a node outside ``0..n-1``.  ``factor``: one
     int16 per edge, each edge searched with ``weight * factor`` (no array of those made by
-    the C search).  ``native=False`` forces the Python implementation (for tests)."""
-    src = np.ascontiguousarray(src, dtype=np.int64)
-    dst = np.ascontiguousarray(dst, dtype=np.int64)
+    the C search).  ``native=False`` forces the Python implementation (for tests).
+    ``src`` and ``dst`` both int32 (:func:`ids_dtype`) are searched as they are, and
+    ``pred`` is then int32 too; other integer types as int64."""
+    ids = _ids_of(src, dst, n)
+    src = np.ascontiguousarray(src, dtype=ids)
+    dst = np.ascontiguousarray(dst, dtype=ids)
     weight = np.ascontiguousarray(weight, dtype=np.int64)
     if not (len(src) == len(dst) == len(weight)):
         raise ValueError("src, dst and weight must have one length")
@@ -91,7 +109,7 @@ def longest_paths(
         raise ValueError("an edge names a node outside the graph")
     if native and _native is not None:
         dist = np.empty(n, dtype=np.int64)
-        pred = np.empty(n, dtype=np.int64)
+        pred = np.empty(n, dtype=ids)
         reached = _native.longest(src, dst, weight, dist, pred, keep, factor)
     elif factor is not None:
         return longest_paths(src, dst, weight * factor, n, keep=keep, native=False)
@@ -100,9 +118,10 @@ def longest_paths(
         d, p, r = _python(src[sub], dst[sub], weight[sub], n)
         dist, p_sub, reached = np.asarray(d, dtype=np.int64), np.asarray(p, dtype=np.int64), r[0]
         pred = np.where(p_sub >= 0, sub[np.maximum(p_sub, 0)] if len(sub) else -1, -1)
+        pred = pred.astype(ids)
     else:
         d, p, r = _python(src, dst, weight, n)
-        dist, pred, reached = np.asarray(d, dtype=np.int64), np.asarray(p, dtype=np.int64), r[0]
+        dist, pred, reached = np.asarray(d, dtype=np.int64), np.asarray(p, dtype=ids), r[0]
     if reached != n:
         raise CycleError(f"the graph has a cycle ({n - reached} of {n} nodes on or after one)")
     return dist, pred
@@ -111,7 +130,8 @@ def longest_paths(
 def paths_to(
     nodes: np.ndarray, pred: np.ndarray, src: np.ndarray, *, into: np.ndarray | None = None
 ) -> list[np.ndarray]:
-    """The edges of the longest path ending at each of ``nodes``, first to last.  Meant for
+    """The edges of the longest path ending at each of ``nodes``, first to last (of the type
+    of ``pred`` and ``src``: int32 for a graph of narrow ids, else int64).  Meant for
     paths in disjoint parts of one graph (the steps' paths): their edges fit in one buffer of
     the node count; paths that share nodes are walked one by one.  ``into``: an int64 array
     of the node count, the caller's to give up (the search's ``dist`` once read), that one
@@ -130,22 +150,31 @@ def paths_to(
         )
         out = into if own and into is not None else np.empty(len(pred) + 1, dtype=np.int64)
         counts = np.empty(len(nodes), dtype=np.int64)
+        ids = _ids_of(pred, src, len(pred))
         try:
             _native.walk(
-                np.ascontiguousarray(pred, dtype=np.int64),
-                np.ascontiguousarray(src, dtype=np.int64),
+                np.ascontiguousarray(pred, dtype=ids),
+                np.ascontiguousarray(src, dtype=ids),
                 nodes,
                 out,
                 counts,
+                np.dtype(ids).itemsize,
             )
         except ValueError:
             pass  # shared nodes overflowed the buffer: one by one below
         else:
             if len(nodes) == 1:  # one path (the window's): reversed in its own buffer
-                return [_reversed_in_place(out, int(counts[0]))]
+                return [_narrow(_reversed_in_place(out, int(counts[0])), ids)]
             offs = np.concatenate([[0], np.cumsum(counts)])
-            return [out[offs[i] : offs[i + 1]][::-1].copy() for i in range(len(nodes))]
-    return [path_to(int(v), pred, src) for v in nodes.tolist()]
+            return [out[offs[i] : offs[i + 1]][::-1].astype(ids) for i in range(len(nodes))]
+    ids = _ids_of(pred, src, len(pred))
+    return [path_to(int(v), pred, src).astype(ids) for v in nodes.tolist()]
+
+
+def _narrow(edges: np.ndarray, ids: Any) -> np.ndarray:
+    """A path's edges (int64) in the graph's id type: a path as long as the graph kept in
+    half the memory where its ids are of 32 bits."""
+    return edges if edges.dtype == ids else edges.astype(ids)
 
 
 #: elements swapped at a time by :func:`_reversed_in_place`
@@ -178,4 +207,4 @@ def path_to(node: int, pred: np.ndarray, src: np.ndarray) -> np.ndarray:
     return np.asarray(out[::-1], dtype=np.int64)
 
 
-__all__ = ["AVAILABLE", "CycleError", "longest_paths", "path_to", "paths_to"]
+__all__ = ["AVAILABLE", "CycleError", "ids_dtype", "longest_paths", "path_to", "paths_to"]

@@ -137,7 +137,10 @@ class Graph:
     Node arrays: ``time`` (ns), ``row`` (the event's row in the index), ``role`` (0 start,
     1 end, 2 mid).  Edge arrays: ``src``, ``dst``, ``weight`` (ns), ``label`` (index into
     :data:`LABELS`, -1: no time), ``row`` (the attributed event's row, -1 none), ``kind``
-    (index into :data:`EDGE_KINDS`).  ``base`` holds each edge's weight before any what-if.
+    (index into :data:`EDGE_KINDS`).  ``time`` and ``weight`` are int64; the node ids
+    (``src``, ``dst``) and the rows (``row``, ``edge_row``) int32 where the graph's and the
+    table's sizes allow (:func:`~opscope.analysis.critical.longest.ids_dtype`), else int64.
+    ``base`` holds each edge's weight before any what-if.
     """
 
     time: np.ndarray
@@ -191,11 +194,12 @@ class Graph:
 
 
 class Edges:
-    """Edge arrays gathered piece by piece, kept per column (see :meth:`arrays`)."""
+    """Edge arrays gathered piece by piece, kept per column (see :meth:`arrays`).  ``ids``:
+    the type of the node ids (``src``, ``dst``), ``rows`` that of the attributed rows: int32
+    where the graph's and the table's sizes allow (half the memory), else int64."""
 
-    _DTYPES = (np.int64, np.int64, np.int64, np.int8, np.int64, np.int8, np.int8)
-
-    def __init__(self) -> None:
+    def __init__(self, ids: Any = np.int64, rows: Any = np.int64) -> None:
+        self._DTYPES = (ids, ids, np.int64, np.int8, rows, np.int8, np.int8)
         self.columns: list[list[np.ndarray]] = [[] for _ in self._DTYPES]
 
     def add(
@@ -233,6 +237,8 @@ class Edges:
         for column, dtype in zip(self.columns, self._DTYPES, strict=True):
             out.append(np.concatenate(column) if column else np.zeros(0, dtype=dtype))
             column.clear()
+        if out[0].dtype == np.int32 and len(out[0]) >= 2**31 - 1:  # too many edges for 32 bits
+            out[0], out[1] = out[0].astype(np.int64), out[1].astype(np.int64)
         return tuple(out)
 
 
@@ -250,6 +256,9 @@ class Build:
     start_node: np.ndarray  # per row, -1 when not a node
     end_node: np.ndarray
     edges: Edges
+    #: the nodes' times (the host rows' starts, then their ends, then the device work's...),
+    #: when the builder has them: the host chains read their part instead of a copy
+    time: np.ndarray | None = None
 
 
 def args_of(idx: EventIndex, row: int) -> dict[str, Any]:

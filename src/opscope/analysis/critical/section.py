@@ -117,8 +117,9 @@ def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
     the step it ends (an end node) or begins (a start node).  Where a rank's step markers
     overlap (several threads or processes stepping at once), each node lies in its event's
     step, as the event table has it."""
-    # a gather makes a fresh array: written below, never a view of the index's
-    out: np.ndarray = np.asarray(idx.step[graph.row], dtype=np.int64)
+    # a gather makes a fresh array (int32, as the index holds steps): written below, never a
+    # view of the index's
+    out: np.ndarray = np.asarray(idx.step[graph.row], dtype=np.int32)
     marks = np.flatnonzero(idx.kind.eq("step") & idx.is_framework & (idx.dur > 0))
     if not len(marks) or not graph.n_nodes:
         return out
@@ -151,7 +152,7 @@ def node_steps(idx: EventIndex, graph: Graph) -> np.ndarray:
 
 
 #: nodes taken at a time by :func:`node_steps`
-_BLOCK = 1 << 20
+_BLOCK = 1 << 16
 
 
 def step_walls(idx: EventIndex) -> dict[int, int]:
