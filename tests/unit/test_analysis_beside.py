@@ -205,3 +205,65 @@ def test_the_derived_tables_the_analysis_built_are_not_kept(
     kept = _report(kept_trace)
     assert kept_trace.derived_built() == ("ops",)
     assert b'"ops"' in dropped and kept == dropped
+
+
+def test_a_distributed_section_does_not_build_the_derived_tables_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trace with collectives gets a distributed section, which reads each step's compute:
+    read with the tables (steps.step_compute), it no longer builds the op table again after
+    the analysis dropped it (at 10M events about 1 GB kept to the end, and its time)."""
+    from opscope.trace import derived
+
+    built: list[str] = []
+    real = derived.build_ops
+
+    def counted(*a: Any, **k: Any) -> Any:
+        built.append("ops")
+        return real(*a, **k)
+
+    monkeypatch.setattr(derived, "build_ops", counted)
+    trace = shared("cuda/a100_nccl_rank0_of2.json.gz")
+    report = analyze(trace)
+    assert "distributed" in report.extra and report.step_compute_us
+    assert built == ["ops"]
+    assert trace.derived_built() == ()
+    from opscope.analysis.job_report import rank_report
+    from opscope.analysis.steps import step_compute
+
+    # what the section read is what the trace gives when asked afresh
+    assert rank_report(report).step_compute_us == {
+        k: v for k, v in step_compute(trace).items() if report.in_window(k)
+    }
+
+
+@pytest.mark.parametrize("first", [0, 10**12])
+def test_tables_first_gives_the_same_report(first: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above TABLES_FIRST_EVENTS the tables are made before the path's thread starts (their
+    derived tables and the graph's temporaries never meet); the report is the same either
+    way, and the path still runs on the side thread."""
+    from opscope.analysis import pipeline
+
+    monkeypatch.setattr(B, "_cpus", lambda: 2)
+    monkeypatch.setattr(B, "MIN_EVENTS", 0)
+    order: list[str] = []
+    real_tables, real_graph = pipeline._rank_tables, pipeline.critical.rank_graph
+
+    def tables(*a: Any, **k: Any) -> Any:
+        order.append("tables")
+        return real_tables(*a, **k)
+
+    def graph(*a: Any, **k: Any) -> Any:
+        order.append("graph:" + ("side" if _where().startswith("opscope-analysis") else "main"))
+        return real_graph(*a, **k)
+
+    monkeypatch.setattr(pipeline, "_rank_tables", tables)
+    monkeypatch.setattr(pipeline.critical, "rank_graph", graph)
+    monkeypatch.setattr(pipeline, "TABLES_FIRST_EVENTS", first)
+    got = _report(shared("cuda/diff_pair/test_v100.json.gz"))
+    monkeypatch.setenv(B.ENV, "1")
+    serial = _report(shared("cuda/diff_pair/test_v100.json.gz"))
+    assert got == serial
+    assert "graph:side" in order[:2]
+    if first == 0:
+        assert order[0] == "tables"  # done before the thread started

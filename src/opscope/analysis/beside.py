@@ -10,6 +10,12 @@ the path is the longer of the two parts), 0.84-0.92 at 45k-103k events; at 14k a
 events, 1.00-1.01: the parts are short and mostly Python, which holds the GIL, so traces
 under :data:`MIN_EVENTS` stay on one thread.
 
+From :data:`TABLES_FIRST_EVENTS` on, the op tables are made before the thread starts, and the
+path runs beside the rules only: at 10M events the derived op tables and the graph's
+temporaries, together, were the analysis's highest point (5.2-5.6 GB against 3.8 GB apart);
+the whole report's time moved within the machine's noise (80-89 s against 80 s; docs/
+scale.md, "Where the memory goes").
+
 The results are the same either way: the side part reads the index (whose shared arrays are
 built once, :meth:`opscope.trace.index.EventIndex.memo`) and writes nothing the other reads.
 ``OPSCOPE_ANALYSIS_THREADS=1`` keeps the whole analysis on the calling thread.
@@ -27,6 +33,11 @@ from typing import TypeVar
 T = TypeVar("T")
 
 MIN_EVENTS = 40_000  # below this, a second thread measured no faster (see the docstring)
+#: from this many events on, the tables are made before the path's thread starts, which then
+#: runs beside the rules only: the derived op tables (about 100 bytes an event) and the
+#: graph's temporaries no longer meet, the analysis's highest point at 10M events (docs/
+#: scale.md, "Where the memory goes"); below it the time the overlap saves is worth more
+TABLES_FIRST_EVENTS = 500_000
 ENV = "OPSCOPE_ANALYSIS_THREADS"
 
 

@@ -61,9 +61,12 @@ def rank_report(report: Report, rank: int | None = None) -> RankReport:
 
 def _step_compute(report: Report) -> dict[int, float]:
     """Each step of the report's window: its compute (none without the trace)."""
-    if report.trace is None:
-        return {}
-    return {k: v for k, v in step_compute(report.trace).items() if report.in_window(k)}
+    got = report.step_compute_us
+    if got is None:
+        if report.trace is None:
+            return {}
+        got = step_compute(report.trace)
+    return {k: v for k, v in got.items() if report.in_window(k)}
 
 
 def merge(

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from opscope.analysis.beside import beside
+from opscope.analysis.beside import TABLES_FIRST_EVENTS, beside
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.critical import section as critical
 from opscope.analysis.critical.job import job_paths
@@ -33,7 +33,7 @@ from opscope.analysis.optable import op_table, select_window
 from opscope.analysis.rank_split import rank_traces
 from opscope.analysis.report import Report
 from opscope.analysis.roofline import roofline as roofline_of_report
-from opscope.analysis.steps import step_stats
+from opscope.analysis.steps import step_compute, step_stats
 from opscope.analysis.timeline import timeline_summary
 from opscope.errors import OpscopeError
 from opscope.trace import Trace, load
@@ -78,6 +78,9 @@ def _rank_tables(
         steps=step_stats(trace),
         window_steps=steps,
         collectives=collectives,
+        # read now, beside the op table it reads on a CPU trace: a distributed section asks
+        # for it after the derived tables are dropped, and would build them again
+        step_compute_us=step_compute(trace),
     )
     if roofline:
         report.roofline = roofline_of_report(report, overrides=peaks)
@@ -115,13 +118,21 @@ def _analyze_rank(
         between_parts()
         return graph, critical.section(trace, graph)
 
-    # the critical path runs beside the tables and rules where a second core pays
-    with beside(rank_path, idx.n) as path_result:
-        report = _rank_tables(trace, steps, collectives, roofline=roofline, peaks=peaks)
+    def tables() -> Report:
+        got = _rank_tables(trace, steps, collectives, roofline=roofline, peaks=peaks)
         # the derived op and kernel tables are read by the tables only (the rules read the
         # index): those this analysis built go before the rules, the graph's cut and the
         # path's section (at 10M events about 1.3 GB)
         trace.drop_derived(keep=derived_before)
+        return got
+
+    # on a large trace the tables go first: their derived tables and the graph's
+    # temporaries would meet (beside.TABLES_FIRST_EVENTS)
+    first = tables() if idx.n >= TABLES_FIRST_EVENTS else None
+    # the critical path runs beside the tables and rules where a second core pays
+    with beside(rank_path, idx.n) as path_result:
+        report = first if first is not None else tables()
+        del first
         report.run_info = run_info
         if findings:
             report.findings = run_rules(_context(report, trace))

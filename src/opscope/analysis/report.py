@@ -68,6 +68,9 @@ class Report:
     # one rank's collective records (analysis.collectives); they travel in its RankReport,
     # not in the report document
     collectives: list[dict[str, Any]] = field(default_factory=list)
+    # each step's compute in µs (analysis.steps.step_compute), read while the tables are
+    # made: None until then (a rank's report then reads it off its trace)
+    step_compute_us: dict[int, float] | None = field(default=None, repr=False, compare=False)
     # how str(report) reads: a renderer of the report document (document -> text), or None
     text_renderer: Callable[[dict[str, Any]], str] | None = field(
         default=None, repr=False, compare=False

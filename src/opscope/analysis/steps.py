@@ -118,18 +118,15 @@ def step_compute(trace: Trace) -> dict[int, float]:
     kernels' and executions' time (no collectives, copies or sets)."""
     from opscope.analysis.comm import is_comm_op
 
-    ops = trace.ops
     if trace.device.kind == "cpu":
+        ops = trace.ops
         step_col = ints(ops.column("step"))
         work = is_host_work(ops) & (step_col >= 0)
         work &= ~Codes.of(ops.column("name")).passing(is_comm_op)
         got, _ = _sum_by(step_col[work], ints(ops.column("self_ns"), 0)[work])
     else:
-        ev = trace.events
-        dev = Codes.of(ev.column("source")).eq("device") & Codes.of(ev.column("kind")).isin(
-            ("kernel", "exec")
-        )
-        ev_step = ints(ev.column("step"))
-        dev &= ev_step >= 0
-        got, _ = _sum_by(ev_step[dev], ints(ev.column("dur_ns"), 0)[dev])
+        # the index's arrays: no column of the event table read again
+        idx = trace.index
+        dev = idx.is_device & idx.kind.isin(("kernel", "exec")) & (idx.step >= 0)
+        got, _ = _sum_by(idx.step[dev], idx.dur[dev])
     return {int(k): v / 1e3 for k, v in sorted(got.items())}
