@@ -203,9 +203,13 @@ class Pieces:
     start_ns: np.ndarray
     dur_ns: np.ndarray
     #: for an ``untraced`` piece, the rows of the events on either side of it (its first
-    #: edge's source and its last edge's destination; -1 elsewhere): its evidence
+    #: edge's source and its last edge's destination; -1 elsewhere): its evidence.  One per
+    #: piece, or with :attr:`gap_at` one per piece it names (few pieces are untraced: the
+    #: others hold nothing)
     before: np.ndarray | None = None
     after: np.ndarray | None = None
+    #: the pieces (ascending) that :attr:`before` and :attr:`after` are of; None: every piece
+    gap_at: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.row)
@@ -215,23 +219,50 @@ class Pieces:
         return self.take(np.s_[lo:hi])
 
     def take(self, at: Any) -> Pieces:
-        """The pieces at ``at`` (a slice: views)."""
+        """The pieces at ``at`` (a slice: views; or positions)."""
+        before, after, gap_at = self.before, self.after, self.gap_at
+        if gap_at is not None and isinstance(at, slice) and at.step in (None, 1):
+            lo, hi, _step = at.indices(len(self))
+            a, b = np.searchsorted(gap_at, [lo, hi])
+            gap_at = gap_at[a:b] - lo
+            before = None if before is None else before[a:b]
+            after = None if after is None else after[a:b]
+        elif gap_at is not None:  # positions: the evidence one per piece taken
+            dense_before, dense_after = self._sides()
+            before, after, gap_at = dense_before[at], dense_after[at], None
+        else:
+            before = None if before is None else before[at]
+            after = None if after is None else after[at]
         return Pieces(
             self.rank[at],
             self.label[at],
             self.row[at],
             self.start_ns[at],
             self.dur_ns[at],
-            None if self.before is None else self.before[at],
-            None if self.after is None else self.after[at],
+            before,
+            after,
+            gap_at,
         )
+
+    def _sides(self) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`before` and :attr:`after`, one per piece (-1: none)."""
+        n = len(self)
+        before, after = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+        if self.gap_at is None:
+            if self.before is not None:
+                before = self.before
+            if self.after is not None:
+                after = self.after
+        elif self.before is not None and self.after is not None:
+            before[self.gap_at] = self.before
+            after[self.gap_at] = self.after
+        return before, after
 
     def evidence(self, idx: EventIndex) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """Per piece, the ids of the events before and after it (-1 none), the position of
         its thread in the list of threads returned (-1: a piece that is not ``untraced``)."""
         n = len(self)
-        before = np.full(n, -1, np.int64) if self.before is None else self.before
-        after = np.full(n, -1, np.int64) if self.after is None else self.after
+        before, after = self._sides()
         some = (before >= 0) | (after >= 0)
         if not some.any():
             none = np.full(n, -1, np.int64)
@@ -527,12 +558,21 @@ def pieces(
     before = np.where(gap, graph.row[graph.src[e_first]], -1)
     after = np.where(gap, graph.row[graph.dst[e_last]], -1)
     del e_first, e_last, gap
-    if len(row) and max(int(before.max()), int(after.max()), int(row.max())) < 2**31:
-        # the rows and the evidence's two columns (mostly -1) in half the memory: the pieces
-        # are kept for the report's segments until it is written
+    # the evidence's two columns only where a piece has one (the untraced pieces, a few in
+    # a hundred), the rows and durations in half the memory where they fit: the pieces are
+    # kept for the report's segments until it is written
+    gap_at = np.flatnonzero((before >= 0) | (after >= 0))
+    before, after = before[gap_at], after[gap_at]
+    if (
+        len(row)
+        and max(int(before.max(initial=0)), int(after.max(initial=0)), int(row.max())) < 2**31
+    ):
         before, after = before.astype(np.int32), after.astype(np.int32)
         row = row.astype(np.int32)
-    return Pieces(ranks, lab, row, t0, sums, before, after)
+        gap_at = gap_at.astype(np.int32)
+    if len(sums) and int(sums.min()) >= 0 and int(sums.max()) < 2**31:
+        sums = sums.astype(np.int32)
+    return Pieces(ranks, lab, row, t0, sums, before, after, gap_at)
 
 
 def segments(

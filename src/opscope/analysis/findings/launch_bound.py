@@ -91,7 +91,7 @@ def run(ctx: Context) -> list[Finding]:
             evidence=evidence,
             recommendation=fix,
             # the fix: the host's time inside every bubble gone (launches keep up)
-            fix=Fix((FixPart(0.0, ranges=tuple((int(g.start[i]), int(g.end[i])) for i in sel)),)),
+            fix=Fix((FixPart(0.0, ranges=np.column_stack([g.start[sel], g.end[sel]])),)),
             confidence="high" if frac >= 0.5 else "medium",
             details={
                 "bubbles": len(sel),
