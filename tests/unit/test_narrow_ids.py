@@ -133,3 +133,77 @@ def test_a_graph_of_64_bit_ids_gives_the_same_section(
     assert {k: v for k, v in narrow.items() if k != "segments"} == {
         k: v for k, v in wide.items() if k != "segments"
     }
+
+
+def test_the_links_are_read_as_narrow_rows(shared: Callable[[str], Path]) -> None:
+    """The read's links (parent, op, launch: rows; step: numbers) are int32 below 2**31
+    rows, and the event table's id columns made of them are the int64 ids as before."""
+    from opscope.trace.kineto import file as kineto_file
+    from opscope.trace.link import link
+
+    parsed, _w = kineto_file.parse_file(shared("cuda/a100_nccl_rank0_of2.json.gz"))
+    links = link(parsed.events, parsed.flows)
+    for name in ("parent", "op", "launch", "step"):
+        assert getattr(links, name).dtype == np.int32, name
+    trace = load(shared("cuda/a100_nccl_rank0_of2.json.gz"), cache=False)
+    for column, rows in (("parent_id", links.parent), ("op_id", links.op)):
+        col = trace.events.column(column)
+        assert col.type == pa.int64()
+        assert ints(col).tolist() == rows.astype(np.int64).tolist()
+
+
+def test_sparse_evidence_reads_as_dense(shared: Callable[[str], Path]) -> None:
+    """A path's pieces keep the evidence of their untraced pieces only (``gap_at``), and
+    their durations in 32 bits where they fit; every slice and every pick of positions reads
+    as the dense columns would."""
+    from opscope.analysis.critical.path import Pieces, pieces
+    from opscope.analysis.critical.section import window_path
+
+    trace = load(shared("cuda/a100_cudagraph_rank0_of16.json.gz"), cache=False)
+    g = rank_graph(trace, None, [])
+    p = pieces(g, window_path(trace, g))
+    assert p.gap_at is not None and 0 < len(p.gap_at) < len(p)
+    assert p.dur_ns.dtype == np.int32
+    before, after = p._sides()
+    dense = Pieces(p.rank, p.label, p.row, p.start_ns, p.dur_ns.astype(np.int64), before, after)
+    idx = trace.index
+    for lo, hi in ((0, len(p)), (3, 40), (int(p.gap_at[0]), int(p.gap_at[0]) + 1), (5, 5)):
+        a, b = p.slice(lo, hi), dense.slice(lo, hi)
+        assert a.dicts(idx) == b.dicts(idx)
+        assert [x.tolist() for x in a.evidence(idx)[:3]] == [
+            x.tolist() for x in b.evidence(idx)[:3]
+        ]
+    at = np.asarray([int(p.gap_at[-1]), 0, int(p.gap_at[0])])
+    assert p.take(at).dicts(idx) == dense.take(at).dicts(idx)
+
+
+def test_ranges_as_an_array_fix_as_tuples_do() -> None:
+    """A fix's ranges given as an (n, 2) array (a rule's many gaps, 16 bytes each) scale
+    what the same pairs as tuples scale, in any order."""
+    from opscope.analysis.critical.fixes import _scale_ranges
+    from opscope.analysis.critical.model import Graph
+
+    rng = np.random.default_rng(1)
+    n = 200
+    t = np.sort(rng.integers(0, 10**6, n))
+    src = np.arange(n - 1)
+    g = Graph(
+        time=t,
+        row=np.arange(n),
+        role=np.zeros(n, np.int8),
+        src=src,
+        dst=src + 1,
+        weight=np.diff(t),
+        label=np.zeros(n - 1, np.int8),
+        edge_row=src,
+        kind=np.zeros(n - 1, np.int8),
+    )
+    starts = rng.integers(0, 10**6, 30)
+    pairs = [
+        (int(s), int(s) + int(d)) for s, d in zip(starts, rng.integers(1, 5000, 30), strict=True)
+    ]
+    w = g.weight.astype(np.float64)
+    by_tuples = _scale_ranges(g, w.copy(), tuple(pairs), 0.25, [0])
+    by_array = _scale_ranges(g, w.copy(), np.asarray(pairs[::-1]), 0.25, [0])
+    assert np.array_equal(by_tuples, by_array)
+    assert not np.array_equal(by_tuples, w)

@@ -44,7 +44,7 @@ def event_table(raw: pa.Table, links: Links) -> pa.Table:
         raw.column("external_id"),
         one(null_if_negative(links.parent)),
         one(null_if_negative(links.op)),
-        one(pa.array(links.step.astype(np.int32), pa.int32(), mask=links.step < 0)),
+        one(pa.array(links.step.astype(np.int32, copy=False), pa.int32(), mask=links.step < 0)),
         raw.column("args"),  # the largest column stays in its runs: no second copy
         one(null_if_negative(links.launch)),
     ]

@@ -29,11 +29,12 @@ Rules (docs/trace-engine.md, "Linking"):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from opscope.trace.arrays import ints, valid, values_at
+from opscope.trace.arrays import ints, row_dtype, valid, values_at
 from opscope.trace.schema import KINDS, SOURCES
 
 _SRC = {s: i for i, s in enumerate(SOURCES)}
@@ -42,7 +43,8 @@ _KIND = {k: i for i, k in enumerate(KINDS)}
 
 @dataclass
 class Links:
-    """Link columns as NumPy arrays; -1 stands for null."""
+    """Link columns as NumPy arrays of rows (int32 below 2**31 rows: :func:`row_dtype`) and
+    step numbers (int32); -1 stands for null."""
 
     parent: np.ndarray
     op: np.ndarray
@@ -50,10 +52,11 @@ class Links:
     step: np.ndarray
 
 
-def _codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+def _codes(col: pa.ChunkedArray | pa.Array, dtype: Any = np.int64) -> np.ndarray:
+    """A dictionary column's indices (``dtype``: int8 for the few sources and kinds)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    return np.asarray(col.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return np.asarray(col.indices.to_numpy(zero_copy_only=False), dtype=dtype)
 
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -107,7 +110,7 @@ def nest(
 ) -> np.ndarray:
     """``parent`` row for every row (-1 at top level and for non-host rows)."""
     n = len(start)
-    parent = np.full(n, -1, dtype=np.int64)
+    parent = np.full(n, -1, dtype=row_dtype(n))
     h = np.flatnonzero(host)
     if len(h) < 2:
         return parent
@@ -217,8 +220,11 @@ def _bind(
 def link(events: pa.Table, flows: pa.Table) -> Links:
     """Compute ``parent``, ``op``, ``launch`` and ``step`` for a raw event table."""
     n = events.num_rows
-    src = _codes(events.column("source"))
-    kind = _codes(events.column("kind"))
+    # the sources and kinds as int8 and the links as rows of 32 bits where they fit: at 10M
+    # events the link's arrays are the read's highest point
+    rows = row_dtype(n)
+    src = _codes(events.column("source"), np.int8)
+    kind = _codes(events.column("kind"), np.int8)
     src_values = events.column("source").chunk(0).dictionary.to_pylist() if n else []
     kind_values = events.column("kind").chunk(0).dictionary.to_pylist() if n else []
     # the dictionaries are SOURCES/KINDS in order (built so in kineto.classify_table)
@@ -232,7 +238,7 @@ def link(events: pa.Table, flows: pa.Table) -> Links:
     parent = nest(lane, start, end, host, src)
 
     is_op = fw & ((kind == _KIND["op"]) | (kind == _KIND["annotation"]))
-    op = np.full(n, -1, dtype=np.int64)
+    op = np.full(n, -1, dtype=rows)
     fw_rows = np.flatnonzero(fw)
     op[fw_rows] = fw_rows
     rt_rows = np.flatnonzero(rt)
@@ -240,7 +246,7 @@ def link(events: pa.Table, flows: pa.Table) -> Links:
 
     # launches by correlation
     corr, corr_ok = _ints(events.column("correlation"))
-    launch = np.full(n, -1, dtype=np.int64)
+    launch = np.full(n, -1, dtype=rows)
     dev_rows = np.flatnonzero(dev)
     rt_c = np.flatnonzero(rt & corr_ok)
     keys, first = _first_row_by_key(corr[rt_c], rt_c)
@@ -330,7 +336,7 @@ def _steps(
     op: np.ndarray,
 ) -> np.ndarray:
     n = len(start)
-    step = np.full(n, -1, dtype=np.int64)
+    step = np.full(n, -1, dtype=np.int32)
     srows = np.flatnonzero(kind == _KIND["step"])
     if not len(srows):
         return step
@@ -372,7 +378,8 @@ def _steps(
 def null_if_negative(values: np.ndarray, offset: int = 0) -> pa.Array:
     """-1 -> null; others shifted by ``offset``."""
     mask = values < 0
-    return pa.array(values + offset, pa.int64(), mask=mask if mask.any() else None)
+    shifted = values.astype(np.int64) + offset if offset else values  # int32 rows: no overflow
+    return pa.array(shifted, pa.int64(), mask=mask if mask.any() else None)
 
 
 __all__ = ["Links", "link", "nest", "null_if_negative"]

@@ -26,8 +26,9 @@ from pathlib import Path
 from opscope.errors import TraceError
 from opscope.trace import cache as _cache
 from opscope.trace.formats.capture_details import FILE_NAME as CAPTURE_DETAILS
+from opscope.trace.heap import between_parts
 from opscope.trace.kineto import file as kineto_file
-from opscope.trace.mempool import ingest_memory_pool
+from opscope.trace.mempool import ingest_memory_pool, release_ingest_pool
 from opscope.trace.model import Trace
 from opscope.trace.parts import (
     FilePart,
@@ -276,6 +277,11 @@ def ingest_file(
     many decompressed bytes only (see :func:`load_head`)."""
     parsed, warnings = kineto_file.parse_file(path, max_bytes=max_bytes, head_bytes=head_bytes)
     tell("link", 0, 0)
+    # the parse's freed runs and temporaries go back before the links make their arrays
+    # (jemalloc keeps freed pages, glibc its holes, until asked): at 10M events the link
+    # is the read's highest point
+    release_ingest_pool()
+    between_parts()
     return to_part(parsed, warnings, str(path))
 
 
