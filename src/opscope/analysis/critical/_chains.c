@@ -29,8 +29,8 @@
 
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* The pass for one width T of the id buffers (order, hrows, thread, parent, awaited,
-   resume, and the out src, dst, attr): int64, or int32 for narrow ids. */
+/* The pass for one width T of the id buffers (order, hrows, thread, parent, and the out
+   src, dst, attr): int64, or int32 for narrow ids; the times are int64 in either case. */
 #define RUN(NAME, T)                                                                           \
     static Py_ssize_t NAME(const T *order, Py_ssize_t H2, const T *hrows, Py_ssize_t H,       \
                            const void *const *ri, const uint8_t *const *rb,                  \

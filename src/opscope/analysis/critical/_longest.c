@@ -214,8 +214,9 @@ done:
    For each node in ``ends`` (int64), the edges of the longest path ending there, last to
    first, written one path after another into ``out`` (int64, writable, large enough: at most
    one edge per node per path); returns the number written.  ``pred``/``src`` as longest()
-   gives and takes them, of ``width`` bytes (8, or 4 for narrow ids).  A path stops at a node whose pred is -1, or after N edges (a guard:
-   pred never holds a cycle when longest() succeeded).  The caller finds each path's end by
+   gives and takes them, of ``width`` bytes (8, or 4 for narrow ids).  A path stops at a node
+   whose pred is -1, or after N edges (a guard: pred never holds a cycle when longest()
+   succeeded).  The caller finds each path's end by
    its count, which it gets from ``counts`` (int64, writable, one per end). */
 /* the walk for one width of pred and src (int64, or int32 as longest() gives them for
    narrow ids); returns 1 when something is out of range */
@@ -577,7 +578,8 @@ static PyMethodDef methods[] = {
      "region(indptr, order, src, dst, weight, label, stop, source, nlab, dist, pred, lab, "
      "origin, indeg, seen, out) -> nodes taken: longest paths up to stop nodes"},
     {"walk", walk, METH_VARARGS,
-     "walk(pred, src, ends, out, counts) -> edges written: the longest paths ending at ends"},
+     "walk(pred, src, ends, out, counts[, width]) -> edges written: the longest paths ending "
+     "at ends"},
     {"longest", longest, METH_VARARGS,
      "longest(src, dst, weight, dist, pred[, keep[, factor]]) -> nodes reached: longest paths "
      "in a DAG"},

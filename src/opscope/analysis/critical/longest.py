@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from opscope.trace.arrays import row_dtype
+
 _native: ModuleType | None
 try:
     from opscope.analysis.critical import _longest as _native
@@ -63,8 +65,9 @@ def _python(src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> tuple[li
 
 def ids_dtype(n_nodes: int, n_edges: int) -> type[np.signedinteger[Any]]:
     """The integer type of a graph's node and edge ids (``src``, ``dst``, the searches'
-    ``pred``): int32, half the memory of int64, below 2**31 nodes and edges."""
-    return np.int32 if max(n_nodes, n_edges) < 2**31 - 1 else np.int64
+    ``pred``): int32, half the memory of int64, below 2**31 nodes and edges (the rule of
+    :func:`~opscope.trace.arrays.row_dtype`)."""
+    return row_dtype(max(n_nodes, n_edges))
 
 
 def _ids_of(src: np.ndarray, dst: np.ndarray, n: int) -> type[np.signedinteger[Any]]:
@@ -137,6 +140,7 @@ def paths_to(
     of the node count, the caller's to give up (the search's ``dist`` once read), that one
     path is walked into instead of a new buffer."""
     nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+    ids = _ids_of(pred, src, len(pred))  # the paths' edges come back in the graph's id type
     if _native is not None and len(nodes):
         # one path over n nodes has at most n - 1 edges
         own = (
@@ -150,7 +154,6 @@ def paths_to(
         )
         out = into if own and into is not None else np.empty(len(pred) + 1, dtype=np.int64)
         counts = np.empty(len(nodes), dtype=np.int64)
-        ids = _ids_of(pred, src, len(pred))
         try:
             _native.walk(
                 np.ascontiguousarray(pred, dtype=ids),
@@ -164,17 +167,10 @@ def paths_to(
             pass  # shared nodes overflowed the buffer: one by one below
         else:
             if len(nodes) == 1:  # one path (the window's): reversed in its own buffer
-                return [_narrow(_reversed_in_place(out, int(counts[0])), ids)]
+                return [_reversed_in_place(out, int(counts[0])).astype(ids, copy=False)]
             offs = np.concatenate([[0], np.cumsum(counts)])
             return [out[offs[i] : offs[i + 1]][::-1].astype(ids) for i in range(len(nodes))]
-    ids = _ids_of(pred, src, len(pred))
     return [path_to(int(v), pred, src).astype(ids) for v in nodes.tolist()]
-
-
-def _narrow(edges: np.ndarray, ids: Any) -> np.ndarray:
-    """A path's edges (int64) in the graph's id type: a path as long as the graph kept in
-    half the memory where its ids are of 32 bits."""
-    return edges if edges.dtype == ids else edges.astype(ids)
 
 
 #: elements swapped at a time by :func:`_reversed_in_place`

@@ -134,7 +134,7 @@ def _finding(ctx: Context, g: Gaps, sel: np.ndarray, cause: str, total_us: float
         title += " before unlaunched work"
     # the fix: what held the device up inside every gap gone (the host's work for a host
     # gap, the device's wait for a dependency for the others)
-    spans = np.column_stack([np.asarray(g.start, np.int64)[sel], np.asarray(g.end, np.int64)[sel]])
+    spans = np.column_stack([g.start[sel], g.end[sel]])
     waits = None if cause == "host" else ("kernel_kernel_gap", "untraced", "wait_for_peer")
     return make_finding(
         ctx.wall_us,
