@@ -267,8 +267,8 @@ def test_opscope_profile_loader_workers_says_when_there_are_none(tmp_path: Path)
 
 
 def test_the_loader_folder_is_the_one_the_report_reads() -> None:
-    from opscope.analysis.api import LOADER_FOLDER
     from opscope.capture import loader_workers
+    from opscope.trace.loader_work import LOADER_FOLDER
 
     assert loader_workers.LOADER_FOLDER == LOADER_FOLDER
 

@@ -11,6 +11,7 @@ from opscope.analysis.pipeline import analyze as analyze_here
 from opscope.analysis.report import Report
 from opscope.errors import OpscopeError
 from opscope.trace import Trace
+from opscope.trace.loader_work import loader_files
 
 
 def steps_arg(steps: Any) -> tuple[int, int] | None:
@@ -118,39 +119,6 @@ def analyze(
         source, None if cluster is True else cluster, options, progress=progress
     )
     return report
-
-
-#: the folder beside a trace (or inside a run folder) whose files are its loader workers'
-LOADER_FOLDER = "loader_traces"
-
-
-def loader_files(
-    source: Trace | str | Path | Sequence[str | Path],
-    given: str | Path | Sequence[str | Path] | bool | None,
-) -> list[str | Path]:
-    """What :func:`analyze`'s ``loader_traces`` names: as given (files, folders, globs: read
-    by :func:`opscope.trace.loader_work.load_loader_work`), none for False, else the
-    ``loader_traces/`` folder beside the trace or inside its run folder."""
-    if given is False:
-        return []
-    if given is None or given is True:
-        if isinstance(source, Trace):
-            paths = [Path(p) for p in source.meta.paths]
-        elif isinstance(source, (str, Path)):
-            paths = [Path(source)]
-        else:
-            return []
-        if len(paths) != 1:
-            return []
-        here = paths[0] if paths[0].is_dir() else paths[0].parent
-        folder = here / LOADER_FOLDER
-        if not folder.is_dir():
-            if given is True:
-                raise OpscopeError(f"loader_traces: no {LOADER_FOLDER}/ folder in {here}")
-            return []
-        given = folder
-    # folders and globs are expanded where the files are read (trace.loader_work)
-    return [given] if isinstance(given, (str, Path)) else list(given)
 
 
 def _with_captures(

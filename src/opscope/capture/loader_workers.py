@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 #: the run folder's folder of loader workers' traces, which the report reads by itself (the
-#: same name as ``opscope.analysis.api.LOADER_FOLDER``: the capture imports no analysis)
+#: same name as ``opscope.trace.loader_work.LOADER_FOLDER``: the capture imports
+#: none of the trace reading, and NumPy with it)
 LOADER_FOLDER = "loader_traces"
 
 

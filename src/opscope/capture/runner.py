@@ -465,9 +465,10 @@ class _Driver:
                     "when it is deleted: delete it before the program ends)"
                 )
                 return
-            # the folder the report reads (analysis.api.LOADER_FOLDER; capture imports nothing
-            # of the analysis).  A job's report reads none: each rank's go to a folder of their
-            # own, for that rank's trace (--loader-traces)
+            # the folder the report reads (trace.loader_work.LOADER_FOLDER; the capture keeps
+            # its own copy of the name, to import nothing of the trace's reading).  A job's
+            # report reads none: each rank's go to a folder of their own, for that rank's
+            # trace (--loader-traces)
             rank = self.world.rank if self.multi and self.world is not None else None
             folder = LOADER_FOLDER if rank is None else f"{LOADER_FOLDER}-rank{rank}"
             for capture in self.captures:

@@ -213,9 +213,9 @@ class Workspace:
         itself, see :func:`opscope.trace.graphs.with_captures`); ``loader_traces``: the
         DataLoader workers' traces (files, folders or globs; ``False``: none; ``None``: a
         ``loader_traces/`` folder beside the trace, see :func:`opscope.analysis.api.analyze`)."""
-        from opscope.analysis.api import loader_files
         from opscope.trace import load
         from opscope.trace.graphs import with_captures
+        from opscope.trace.loader_work import loader_files
 
         loaders = loader_files(path, loader_traces)
         trace = load(path, cache=cache)

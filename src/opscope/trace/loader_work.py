@@ -22,12 +22,45 @@ from pathlib import Path
 
 import numpy as np
 
-from opscope.errors import TraceError
+from opscope.errors import OpscopeError, TraceError
 from opscope.trace.model import Trace
 
 #: how far outside the main trace's time a worker's events may lie and still be its run's
 #: (a worker starts before the main profiler and ends after it)
 SLACK_NS = 60 * 10**9
+
+
+#: the folder beside a trace (or inside a run folder) whose files are its loader workers'
+LOADER_FOLDER = "loader_traces"
+
+
+def loader_files(
+    source: Trace | str | Path | Sequence[str | Path],
+    given: str | Path | Sequence[str | Path] | bool | None,
+) -> list[str | Path]:
+    """What :func:`opscope.analysis.api.analyze`'s ``loader_traces`` names: as given (files,
+    folders, globs: read by :func:`load_loader_work`), none for False, else the
+    ``loader_traces/`` folder beside the trace or inside its run folder."""
+    if given is False:
+        return []
+    if given is None or given is True:
+        if isinstance(source, Trace):
+            paths = [Path(p) for p in source.meta.paths]
+        elif isinstance(source, (str, Path)):
+            paths = [Path(source)]
+        else:
+            return []
+        if len(paths) != 1:
+            return []
+        here = paths[0] if paths[0].is_dir() else paths[0].parent
+        folder = here / LOADER_FOLDER
+        if not folder.is_dir():
+            if given is True:
+                raise OpscopeError(f"loader_traces: no {LOADER_FOLDER}/ folder in {here}")
+            return []
+        given = folder
+    # folders and globs are expanded where the files are read (trace.loader_work)
+    return [given] if isinstance(given, (str, Path)) else list(given)
 
 
 @dataclass(frozen=True)
@@ -167,4 +200,12 @@ def load_loader_work(given: Sequence[str | Path], main: Trace, *, cache: bool = 
     )
 
 
-__all__ = ["LoaderWork", "LoaderWorker", "load_loader_work", "loader_paths", "worker_roots"]
+__all__ = [
+    "LOADER_FOLDER",
+    "LoaderWork",
+    "LoaderWorker",
+    "load_loader_work",
+    "loader_files",
+    "loader_paths",
+    "worker_roots",
+]

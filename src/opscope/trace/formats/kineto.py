@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 
 from opscope.errors import TraceError
@@ -235,6 +233,10 @@ def _load_files(
             total += f.stat().st_size
     if limit < 2 or total < _PARALLEL_MIN_BYTES:
         return [_try_load(f, cache, max_bytes) for f in files]
+    # the pool's modules only here (about 10 ms of a one-file report's start-up)
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
     # spawn, not fork: the parent may hold Arrow/DuckDB threads, which fork does not copy
     with ProcessPoolExecutor(max_workers=limit, mp_context=get_context("spawn")) as pool:
         futures = [pool.submit(_try_load, f, cache, max_bytes) for f in files]
