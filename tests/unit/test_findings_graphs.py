@@ -4,7 +4,11 @@ must not."""
 
 from __future__ import annotations
 
-from test_findings_kit import run_rule
+from typing import Any
+
+import numpy as np
+import pytest
+from test_findings_kit import context, run_rule
 
 from graph_docs import GraphDoc, Node
 from opscope.trace.graphs import attribute
@@ -109,3 +113,76 @@ def test_fusion_sees_the_captured_ops_of_a_replayed_graph() -> None:
     found = run_rule("fusion", merged)
     assert found, "the captured elementwise run is a fusion finding"
     assert any("aten::rsqrt" in f.title or "aten::rsqrt" in str(f.details) for f in found)
+
+
+def _bytes_oracle(v: Any, rows: np.ndarray) -> int:
+    """The bytes of the device copies under ``rows``: each device copy's launching op walked
+    up until one of ``rows`` (the rule's first form, a walk per set of copies)."""
+    idx = v.index
+    copies = np.flatnonzero(idx.is_work & idx.kind.eq("memcpy") & (idx.op >= 0) & v.in_window)
+    wanted = set(rows.tolist())
+    total = 0
+    for r in copies.tolist():
+        at = int(idx.op[r])
+        while at >= 0 and at not in wanted:
+            at = int(idx.tree_parent[at])
+        if at < 0:
+            continue
+        b = v.args(r).get("bytes")
+        if isinstance(b, int) or (isinstance(b, str) and b.isdigit()):
+            total += int(b)
+    return total
+
+
+@pytest.mark.parametrize(
+    "name", ["cuda/a100_cudagraph_rank0_of16.json.gz", "rocm/mi300x_models/owlv2_large.json.gz"]
+)
+def test_copy_bytes_read_once_match_a_walk_per_set(shared: Any, name: str) -> None:
+    """The copies' bytes, read once for the window, give each set of copies what walking
+    every device copy up to that set gives: all the outermost copies, each one, random sets,
+    and the copy ops nested in others (a device copy under two sets' copies counts for
+    both)."""
+    from opscope.analysis.findings._view import view
+    from opscope.analysis.findings.graph_input_copies import COPY_OPS, _copies, _CopyBytes
+    from opscope.trace import load
+
+    trace = load(shared(name), cache=False)
+    v = view(context(trace))
+    copies = _copies(v)
+    every = np.flatnonzero(v.is_op & v.index.name.isin(COPY_OPS) & v.in_window)
+    assert len(copies) and len(every) >= len(copies)
+    got = _CopyBytes(v, every)
+    rng = np.random.default_rng(7)
+    sets = [every, copies, *(every[i : i + 1] for i in range(min(len(every), 25)))]
+    sets += [rng.choice(every, size=max(1, len(every) // k), replace=False) for k in (2, 5, 9)]
+    found = [got.of(rows) for rows in sets]
+    assert found == [_bytes_oracle(v, rows) for rows in sets]
+    assert found[0] > 0  # the trace's device copies record their bytes
+
+
+def test_copy_bytes_of_nested_copies_count_once_for_either() -> None:
+    """A copy op inside another (``_foreach_copy_`` around ``copy_``): its device copy counts
+    for a set holding either or both, once, as the walk per set counts it."""
+    from opscope.analysis.findings._view import view
+    from opscope.analysis.findings.graph_input_copies import COPY_OPS, _CopyBytes
+
+    d = GraphDoc()
+    for i in range(3):
+        t = 1000.0 * i
+        d.op("CompiledFunction", t, 300)
+        d.op("aten::_foreach_copy_", t + 5, 40)
+        d.op("aten::copy_", t + 10, 20)
+        corr = d.runtime("hipMemcpyAsync", t + 12, 5)
+        d.device("Memcpy DtoD (Device -> Device)", t + 20, 80, corr, bytes=(i + 1) << 20)
+        d.replay(t + 50, [("gemm", 100.0)], device_at=t + 110)
+    v = view(context(d.trace()))
+    every = np.flatnonzero(v.is_op & v.index.name.isin(COPY_OPS))
+    outer = every[v.index.name.isin(["aten::_foreach_copy_"])[every]]
+    inner = every[v.index.name.isin(["aten::copy_"])[every]]
+    assert len(outer) == len(inner) == 3
+    assert (v.index.tree_parent[inner] == outer).all()  # nested, as built
+    got = _CopyBytes(v, every)
+    for rows in (every, outer, inner, outer[:1], inner[1:], np.array([outer[0], inner[0]])):
+        assert got.of(rows) == _bytes_oracle(v, rows)
+    assert got.of(every) == got.of(outer) == got.of(inner) == 6 << 20
+    assert got.of(np.array([outer[0], inner[0]])) == 1 << 20

@@ -59,23 +59,48 @@ def _copies(v: EventView) -> np.ndarray:
     return np.flatnonzero(is_copy & ~nested)
 
 
-def _bytes(v: EventView, rows: np.ndarray) -> int:
-    """Bytes the copies' device copies record (their ``bytes`` arg)."""
-    idx = v.index
-    copies = np.flatnonzero(idx.is_work & idx.kind.eq("memcpy") & (idx.op >= 0) & v.in_window)
-    wanted = set(rows.tolist())
-    tp = idx.tree_parent
-    total = 0
-    for r in copies.tolist():
-        at = int(idx.op[r])
-        while at >= 0 and at not in wanted:
-            at = int(tp[at])
-        if at < 0:
-            continue
-        b = v.args(r).get("bytes")
-        if isinstance(b, int) or (isinstance(b, str) and b.isdigit()):
-            total += int(b)
-    return total
+class _CopyBytes:
+    """Bytes the copies' device copies record (their ``bytes`` arg), read once for all the
+    outermost copies of the window: a device copy counts for the copies among the ops above
+    its launching op (its chain), and for a set of copies once when any of its chain is in
+    it."""
+
+    def __init__(self, v: EventView, copies: np.ndarray) -> None:
+        idx = v.index
+        work = np.flatnonzero(idx.is_work & idx.kind.eq("memcpy") & (idx.op >= 0) & v.in_window)
+        is_copy = np.zeros(idx.n, dtype=bool)
+        is_copy[copies] = True
+        tp, op = idx.tree_parent, idx.op
+        device: list[int] = []
+        copy: list[int] = []
+        size: list[int] = []
+        for r in work.tolist():
+            at = int(op[r])
+            chain: list[int] = []
+            while at >= 0:
+                if is_copy[at]:
+                    chain.append(at)
+                at = int(tp[at])
+            if not chain:
+                continue
+            b = v.args(r).get("bytes")
+            if not (isinstance(b, int) or (isinstance(b, str) and b.isdigit())):
+                continue
+            for c in chain:
+                device.append(r)
+                copy.append(c)
+                size.append(int(b))
+        self._device = np.asarray(device, dtype=np.int64)
+        self._copy = np.asarray(copy, dtype=np.int64)
+        self._size = size
+
+    def of(self, rows: np.ndarray) -> int:
+        """The bytes of the device copies made under the copies ``rows``, each once."""
+        hit = np.flatnonzero(np.isin(self._copy, rows))
+        if not len(hit):
+            return 0
+        _, first = np.unique(self._device[hit], return_index=True)
+        return sum(self._size[int(i)] for i in hit[first])
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -109,6 +134,7 @@ def run(ctx: Context) -> list[Finding]:
     for r, sel in before:
         groups.setdefault(r.key(), []).append((r, sel))
     dev = _device_total(v)
+    copy_bytes = _CopyBytes(v, copies)
     graphs: list[dict[str, Any]] = []
     picked: list[np.ndarray] = []
     for number, group in enumerate(groups.values(), 1):
@@ -126,7 +152,7 @@ def run(ctx: Context) -> list[Finding]:
                 "copies_per_replay": len(rows) / len(group),
                 "device_us": float(dev[rows].sum()) / 1e3,
                 "host_us": float(v.dur[rows].sum()) / 1e3,
-                "bytes": _bytes(v, rows),
+                "bytes": copy_bytes.of(rows),
             }
         )
     device_us = sum(g["device_us"] for g in graphs)
