@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +30,14 @@ from opscope.trace.device import DeviceInfo, detect_device
 from opscope.trace.mempool import release_ingest_pool
 from opscope.trace.packed import PackedText
 from opscope.trace.schema import EVENT_SCHEMA
-from opscope.trace.sqlsafe import SqlResult, TableSource, TraceSql
 
 if TYPE_CHECKING:
     from opscope.trace.graphs.records import GraphAttribution
     from opscope.trace.index import EventIndex
+    from opscope.trace.sqlsafe import SqlResult, TableSource, TraceSql
+
+#: one trace's SQL connections are made once, by whichever thread queries first
+_SQL_LOCK = threading.Lock()
 
 
 @dataclass
@@ -147,7 +151,8 @@ class Trace:
         self._ops: pa.Table | None = None
         self._kernels: pa.Table | None = None
         self._args_packed = False
-        self._sql = TraceSql(self._sql_sources)  # connects on the first query
+        # made on the first query (the SQL sandbox's module is a reading command's only)
+        self._sql_made: TraceSql | None = None
         # Neuron Explorer tables when the trace is a Neuron profile (see NeuronTables)
         self.neuron: NeuronTables | None = None
         # what the CUDA/HIP graph capture merge did, when this trace is its result
@@ -322,7 +327,7 @@ class Trace:
         ``allow_external=True`` lifts the sandbox (a separate, unlocked connection, no
         statement checks): DuckDB's file functions, ``COPY ... TO`` and the rest work.
         """
-        return self._sql.run(
+        return self._sql().run(
             query,
             limit=limit,
             offset=offset,
@@ -356,4 +361,15 @@ class Trace:
 
     def close(self) -> None:
         """Release the SQL connections (the tables stay; a later query opens them again)."""
-        self._sql.close()
+        if self._sql_made is not None:
+            self._sql_made.close()
+
+    def _sql(self) -> TraceSql:
+        """The trace's SQL connections (:class:`~opscope.trace.sqlsafe.TraceSql`), made on the
+        first query: they connect then, and a trace never queried imports none of it."""
+        with _SQL_LOCK:
+            if self._sql_made is None:
+                from opscope.trace.sqlsafe import TraceSql
+
+                self._sql_made = TraceSql(self._sql_sources)
+            return self._sql_made
