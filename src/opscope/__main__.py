@@ -1,5 +1,5 @@
 """``python -m opscope`` is the same as the ``opscope`` command."""
 
-from opscope.cli.main import main
+from opscope.cli.main import console
 
-raise SystemExit(main())
+raise SystemExit(console())

@@ -206,3 +206,32 @@ def test_a_junk_peaks_file_is_a_usage_error(
     with pytest.raises(SystemExit) as info:
         main(["report", str(trace), "--peaks", str(tmp_path / "none.json")])
     assert info.value.code == 2 and "no such file" in capsys.readouterr().err
+
+
+def test_console_returns_mains_code_and_leaves_the_exit_no_collection_to_do() -> None:
+    """The installed command (and ``python -m opscope``) runs ``main`` and gives its exit
+    code; the objects alive then are frozen out of the exit's collections.  In a fresh
+    interpreter: a caller of ``main`` itself keeps its collector untouched."""
+    code = (
+        "import gc, sys\n"
+        "import opscope.cli.main as m\n"
+        "assert gc.get_freeze_count() == 0\n"
+        "m.main = lambda argv=None: 7\n"
+        "assert m.console() == 7\n"
+        "assert gc.get_freeze_count() > 0\n"
+        "print('OK')\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "OK"
+    # the module form exits with main's code too (a usage error: 2)
+    r = subprocess.run(
+        [sys.executable, "-m", "opscope", "report"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 2 and "usage" in r.stderr
