@@ -638,7 +638,10 @@ def test_a_folder_of_ten_thousand_files_gets_one_bounded_pool(
             fut.set_result(TraceError(f"{args[0]}: not read in this test"))
             return fut
 
-    monkeypatch.setattr(kineto, "ProcessPoolExecutor", Pool)
+    import concurrent.futures
+
+    # the pool is imported where it is made (none for one file): replaced at its source
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
     monkeypatch.setattr(kineto, "_PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(kineto.os, "cpu_count", lambda: 8)
     files = []
