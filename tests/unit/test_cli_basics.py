@@ -235,3 +235,31 @@ def test_console_returns_mains_code_and_leaves_the_exit_no_collection_to_do() ->
         check=False,
     )
     assert r.returncode == 2 and "usage" in r.stderr
+
+
+def test_a_named_command_alone_is_built_and_imported() -> None:
+    """``opscope report ...`` builds the report's parser alone (the other commands' modules
+    are not imported); a former name builds its command; --help, no command or a misspelt
+    one build them all (argparse lists them and suggests)."""
+    from opscope.cli.main import COMMANDS, build_parser, named_command
+
+    assert named_command(["report", "x.json", "--format", "json"]) == "report"
+    assert named_command(["--debug", "sql", "t.json", "SELECT 1"]) == "sql"
+    assert named_command(["compare", "a", "b"]) == "diff"
+    assert named_command(["--help"]) is None
+    assert named_command(["reprt", "x"]) is None
+    assert named_command([]) is None
+    _, mods = build_parser("diff")
+    assert sorted(mods) == ["compare", "diff"]
+    _, mods = build_parser()
+    assert set(COMMANDS) <= set(mods)
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules if m.endswith('_cmd'))))\n"
+        "from opscope.cli.main import main\n"
+        "main(['report', '--no-such-flag'])\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.stdout.strip() == "['opscope.cli.report_cmd']", r.stdout

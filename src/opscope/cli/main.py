@@ -34,9 +34,11 @@ HEAP_ONLY_COMMANDS = ("report", "diff", "compare")
 ALIASES = {"compare": "diff"}
 
 
-def _command_modules() -> dict[str, ModuleType]:
+def _command_modules(only: str | None = None) -> dict[str, ModuleType]:
     mods: dict[str, ModuleType] = {}
     for name in COMMANDS:
+        if only is not None and name != only:
+            continue
         modname = f"opscope.cli.{name}_cmd"
         if importlib.util.find_spec(modname) is None:
             continue  # not built yet
@@ -44,7 +46,22 @@ def _command_modules() -> dict[str, ModuleType]:
     return mods
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (its first word that is not an option: the top-level
+    options take no value), as its module is named (an alias as its command); None when
+    that word is no command, or there is none."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    if word is None:
+        return None
+    word = ALIASES.get(word, word)
+    return word if word in COMMANDS else None
+
+
+def build_parser(
+    only: str | None = None,
+) -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    """The command line's parser and the command modules by name; ``only``: that command's
+    parser alone (and its former name's), the others neither imported nor built."""
     parser = argparse.ArgumentParser(
         prog="opscope",
         description="Where is the time actually going? Profile PyTorch on any device, read "
@@ -56,7 +73,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
         "--debug", action="store_true", help="show full tracebacks instead of one-line errors"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    mods = _command_modules()
+    mods = _command_modules(only)
     for name, mod in mods.items():
         p = sub.add_parser(
             name,
@@ -188,8 +205,11 @@ def _keep_freed_memory(*, heap_only: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser, mods = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    # the command named is the only one built (its module alone imported); --help, a
+    # misspelt command or none build them all, for the list and argparse's suggestions
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser, mods = build_parser(named_command(words))
+    args, extra = parser.parse_known_args(words)
     late = len(extra) == 1 and not extra[0].startswith("-")
     if late and getattr(args, "query", "") is None:
         # an optional positional after options (``sql PATH --format json "QUERY"``): argparse
