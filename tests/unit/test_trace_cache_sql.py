@@ -332,7 +332,8 @@ def test_report_reads_its_trace_before_the_analysis_is_imported(
 ) -> None:
     """A text/JSON report pays only for what it uses: by the first open of its trace it has
     loaded the trace's reading and nothing of the analysis, the renderers, the capture, the
-    explorer, MCP, the SQL sandbox, Dask, DuckDB or torch (those come after, when used)."""
+    explorer, MCP, the SQL sandbox, the graph captures' merge, Dask, DuckDB or torch (those
+    come after, when used)."""
     env = dict(os.environ, OPSCOPE_CACHE_DIR=str(tmp_path / "cache"))
     r = _run(["-c", _AT_OPEN, str(trace_file), str(tmp_path / "r.json")], env)
     assert r.returncode == 0, r.stderr

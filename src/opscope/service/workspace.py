@@ -214,13 +214,15 @@ class Workspace:
         DataLoader workers' traces (files, folders or globs; ``False``: none; ``None``: a
         ``loader_traces/`` folder beside the trace, see :func:`opscope.analysis.api.analyze`)."""
         from opscope.trace import load
-        from opscope.trace.graphs import with_captures
         from opscope.trace.loader_work import loader_files
 
         loaders = loader_files(path, loader_traces)
         trace = load(path, cache=cache)
         if rank is not None:
             trace = only_rank(trace, rank, steps)
+        # the graph captures' modules once the trace is read (the read needs none of them)
+        from opscope.trace.graphs import with_captures
+
         trace = with_captures(trace, path, graph_capture, cache=cache)
         if steps is not None:
             check_steps(trace, steps)
