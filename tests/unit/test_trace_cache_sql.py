@@ -301,9 +301,12 @@ def test_sql_command_never_imports_torch(trace_file: Path, tmp_path: Path) -> No
     assert r.stdout.strip() == "False"
 
 
-def test_help_is_fast(tmp_path: Path) -> None:
+def test_help_imports_no_heavy_library(tmp_path: Path) -> None:
+    """``opscope --help`` imports none of torch, DuckDB, Arrow or NumPy (its time is printed,
+    never asserted: these machines are noisy)."""
     env = dict(os.environ)
-    _run(["-m", "opscope", "--help"], env)  # warm the disk cache
+    r = _run(["-m", "opscope", "--help"], env)  # warms the disk cache
+    assert r.returncode == 0 and "report" in r.stdout
     best = min(_timed(lambda: _run(["-m", "opscope", "--help"], env)) for _ in range(3))
     r = _run(["-X", "importtime", "-m", "opscope", "--help"], env)
     assert r.returncode == 0
