@@ -22,6 +22,17 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
     )
 
 
+def run_python(code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``code`` run in a fresh interpreter (what it imports is its own)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def test_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
@@ -221,19 +232,11 @@ def test_console_returns_mains_code_and_leaves_the_exit_no_collection_to_do() ->
         "assert gc.get_freeze_count() > 0\n"
         "print('OK')\n"
     )
-    r = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
+    r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "OK"
     # the module form exits with main's code too (a usage error: 2)
-    r = subprocess.run(
-        [sys.executable, "-m", "opscope", "report"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    r = run_cli("report", timeout=60)
     assert r.returncode == 2 and "usage" in r.stderr
 
 
@@ -259,7 +262,5 @@ def test_a_named_command_alone_is_built_and_imported() -> None:
         "from opscope.cli.main import main\n"
         "main(['report', '--no-such-flag'])\n"
     )
-    r = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
+    r = run_python(code)
     assert r.stdout.strip() == "['opscope.cli.report_cmd']", r.stdout

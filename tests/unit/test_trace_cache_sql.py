@@ -360,6 +360,8 @@ def test_report_reads_its_trace_before_the_analysis_is_imported(
                     "opscope.report",
                     "opscope.render.",
                     "concurrent.futures.process",
+                    "opscope.trace.sqlsafe",
+                    "opscope.trace.graphs",
                 )
             )
             and m != "opscope.render.registry"

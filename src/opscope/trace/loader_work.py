@@ -59,7 +59,7 @@ def loader_files(
                 raise OpscopeError(f"loader_traces: no {LOADER_FOLDER}/ folder in {here}")
             return []
         given = folder
-    # folders and globs are expanded where the files are read (trace.loader_work)
+    # folders and globs are expanded where the files are read (load_loader_work)
     return [given] if isinstance(given, (str, Path)) else list(given)
 
 
