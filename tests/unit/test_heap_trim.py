@@ -20,11 +20,15 @@ GLIBC = sys.platform.startswith("linux") and ctypes.util.find_library("c") is no
 
 @pytest.fixture
 def trimming() -> Iterator[None]:
+    """Trimming on, whatever the heap holds free (a shared trace's heap holds less than
+    ``MIN_FREE``)."""
     heap.trim_between_parts(True)
+    heap._Trim.min_free = 0
     try:
         yield
     finally:
         heap.trim_between_parts(False)
+        heap._Trim.min_free = heap.MIN_FREE
 
 
 def test_nothing_is_handed_back_unless_asked() -> None:
@@ -47,6 +51,22 @@ def test_an_analysis_hands_pages_back_between_its_parts(
     # the graph's cut, the section's pieces, the section, the savings
     assert heap.trims() - before >= 4
     assert trimmed == plain
+
+
+@pytest.mark.skipif(not GLIBC, reason="malloc_trim is glibc's")
+def test_a_heap_with_little_free_is_left_alone(trimming: None) -> None:
+    """Below ``MIN_FREE`` bytes free nothing is handed back (the pages would be faulted in
+    again for little); at or above it they are."""
+    if heap._Trim.free_bytes is None:
+        pytest.skip("this glibc has no mallinfo2")
+    free = heap._Trim.free_bytes()
+    before = heap.trims()
+    heap._Trim.min_free = free + (1 << 40)
+    assert heap.between_parts() is False
+    assert heap.trims() == before
+    heap._Trim.min_free = 0
+    assert heap.between_parts() is True
+    assert heap.trims() == before + 1
 
 
 def test_the_report_command_asks_for_it(tmp_path: Path) -> None:

@@ -14,6 +14,12 @@ make its own: after the load, before the graph's host chains and its cut at step
 before the path's section and its pieces, and before the savings.  It does so only once a
 command asked for it (:func:`trim_between_parts`); the library leaves the process's memory
 to its caller.  Elsewhere (not glibc) it does nothing.
+
+It hands pages back only when the heap holds at least :data:`MIN_FREE` bytes free
+(``mallinfo2``): on a trace of 50-100k events the heap holds 12-32 MB free at these places,
+and handing that back saved 1-3 MB of the report's peak RSS while faulting the pages in
+again cost 17k page faults, about 3 % of its time (0.05 s of the kernel's); at 10M events
+the holes are hundreds of MB.
 """
 
 from __future__ import annotations
@@ -22,12 +28,38 @@ import ctypes
 import ctypes.util
 import sys
 import threading
+from collections.abc import Callable
+
+#: the free heap below which :func:`between_parts` hands nothing back (see the docstring)
+MIN_FREE = 64 << 20
+
+
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (malloc.h, glibc 2.33 on)."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in [
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        ]
+    ]
 
 
 class _Trim:
     lock = threading.Lock()
     on = False
     libc: ctypes.CDLL | None = None
+    free_bytes: Callable[[], int] | None = None
+    min_free = MIN_FREE
     calls = 0
 
 
@@ -42,13 +74,34 @@ def trim_between_parts(on: bool = True) -> None:
             except (OSError, AttributeError):
                 return
             _Trim.libc = libc
+            _Trim.free_bytes = _free_reader(libc)
         _Trim.on = on and _Trim.libc is not None
+
+
+def _free_reader(libc: ctypes.CDLL) -> Callable[[], int] | None:
+    """A function of the bytes free in the heap (``mallinfo2``), or None (glibc before
+    2.33: then every call hands pages back)."""
+    try:
+        info = libc.mallinfo2
+    except AttributeError:
+        return None
+    info.restype = _MallInfo2
+    info.argtypes = []
+
+    def free_bytes() -> int:
+        return int(info().fordblks)
+
+    return free_bytes
 
 
 def between_parts() -> bool:
     """The heap's free pages handed back to the kernel, when asked for
-    (:func:`trim_between_parts`); whether that was done."""
+    (:func:`trim_between_parts`) and the heap holds at least :data:`MIN_FREE` bytes free;
+    whether that was done."""
     if not _Trim.on or _Trim.libc is None:
+        return False
+    free = _Trim.free_bytes
+    if free is not None and free() < _Trim.min_free:
         return False
     _Trim.libc.malloc_trim(0)
     _Trim.calls += 1
