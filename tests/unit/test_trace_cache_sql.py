@@ -326,7 +326,7 @@ def hook(event, args):
 sys.addaudithook(hook)
 from opscope.cli.main import main
 rc = main(["report", target, "--format", "json", "-o", sys.argv[2]])
-print("AT_OPEN " + json.dumps({"rc": rc, **seen}))
+print("AT_OPEN " + json.dumps({"rc": rc, "end": sorted(sys.modules), **seen}))
 """
 
 
@@ -370,6 +370,18 @@ def test_report_reads_its_trace_before_the_analysis_is_imported(
     assert early == [], early
     # the report itself was made: the analysis came after the open
     assert json.loads((tmp_path / "r.json").read_text())
+    # and one process's report never loads a job's path (joined across ranks), a process
+    # pool's modules, or zipfile (importlib.resources' way to a data file)
+    job_only = (
+        "opscope.analysis.critical.job",
+        "opscope.analysis.critical.job_solve",
+        "opscope.analysis.critical.job_savings",
+        "multiprocessing",
+        "concurrent.futures.process",
+        "zipfile",
+    )
+    assert sorted(set(got["end"]) & set(job_only)) == []
+    assert "opscope.analysis.pipeline" in got["end"]
 
 
 def _timed(fn: Any) -> float:

@@ -19,18 +19,15 @@ import orjson
 from opscope.analysis.beside import TABLES_FIRST_EVENTS, beside
 from opscope.analysis.collectives import collective_records
 from opscope.analysis.critical import section as critical
-from opscope.analysis.critical.job import job_paths
 from opscope.analysis.critical.model import Graph
 from opscope.analysis.distributed import distributed_section
 from opscope.analysis.findings import Context, run_rules
 from opscope.analysis.job import RankReport
-from opscope.analysis.job_files import not_one_job
 from opscope.analysis.job_findings import comm_bandwidth, rerank
 from opscope.analysis.job_report import matching, merge, note_unreadable, rank_report
 from opscope.analysis.job_role import chosen_rank
 from opscope.analysis.kernels import kernel_table
 from opscope.analysis.optable import op_table, select_window
-from opscope.analysis.rank_split import rank_traces
 from opscope.analysis.report import Report
 from opscope.analysis.roofline import roofline as roofline_of_report
 from opscope.analysis.steps import step_compute, step_stats
@@ -292,6 +289,11 @@ def analyze(
             "loader traces: give them with one process's trace (a rank's), not a job of "
             f"{len(set(trace.meta.ranks))} ranks"
         )
+    # a job's modules (its path joined across ranks, about 12 ms of imports) are a job's only
+    from opscope.analysis.critical.job import job_paths
+    from opscope.analysis.job_files import not_one_job
+    from opscope.analysis.rank_split import rank_traces
+
     reason = not_one_job(trace)
     if reason is not None:
         raise MixedJobsError(reason)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +40,10 @@ def _entry_peaks(key: str, e: dict[str, Any]) -> DevicePeaks:
 
 
 def builtin_table() -> dict[str, Any]:
-    """The shipped ``peaks.json``, decoded."""
-    text = resources.files(__package__).joinpath("peaks.json").read_text(encoding="utf-8")
+    """The shipped ``peaks.json``, decoded (read beside this module: the package has C
+    extensions, so it is never imported from a zip, and ``importlib.resources`` would import
+    ``zipfile`` to find it)."""
+    text = Path(__file__).with_name("peaks.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 
