@@ -119,3 +119,40 @@ def test_pooled_matches_sequential(
     assert pooled[0].num_rows > 1000  # type: ignore[attr-defined]
     for a, b in zip(seq, pooled, strict=True):
         assert a == b if not hasattr(a, "equals") else a.equals(b)  # type: ignore[attr-defined]
+
+
+def _dies(piece: bytes, quote: bool, portable: bool) -> Any:
+    """A worker that dies as one killed for memory does (the pool is then broken)."""
+    import os
+
+    os._exit(9)
+
+
+def test_a_worker_that_dies_leaves_the_sequential_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker process killed mid-parse (the pool broken) makes the file go through the
+    sequential path: the same parse, not an error and not a partial table."""
+    monkeypatch.setenv("OPSCOPE_NATIVE", "0")
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(_trace(1500)).encode()))
+    monkeypatch.setattr(jsonstream.EventStream.__init__, "__defaults__", (20_000,))
+    monkeypatch.setattr(readers.ByteStream.__init__, "__defaults__", (None, 16_384))
+    seq = _parse(path, workers=1)
+    monkeypatch.setattr(kineto_file, "PARALLEL_MIN_BYTES", 1)
+    made: list[Executor] = []
+    real_pool = kineto_file._process_pool
+
+    def dying_pool(n_workers: int) -> Executor:
+        pool = real_pool(n_workers)
+        made.append(pool)
+        real = pool.submit
+        pool.submit = lambda fn, *a, **k: real(_dies, *a, **k)  # type: ignore[method-assign]
+        return pool
+
+    monkeypatch.setattr(kineto_file, "_process_pool", dying_pool)
+    got = _parse(path, workers=2)
+    assert made, "the parse made no process pool"
+    assert got[0].num_rows > 1000  # type: ignore[attr-defined]
+    for a, b in zip(seq, got, strict=True):
+        assert a == b if not hasattr(a, "equals") else a.equals(b)  # type: ignore[attr-defined]

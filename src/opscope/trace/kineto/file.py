@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pyarrow as pa
@@ -17,6 +17,9 @@ from opscope.trace.kineto.columns import KinetoParse
 from opscope.trace.kineto.convert import RunParts, convert_bytes, convert_run, convert_structured
 from opscope.trace.kineto.times import NeedsQuoting
 from opscope.trace.rows import NotTyped
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 # below this many bytes of events, starting processes costs more than it saves
 PARALLEL_MIN_BYTES = 4 << 20
@@ -129,15 +132,16 @@ def _convert_tail(
 
 def _workers(workers: int | None) -> int:
     """Worker processes for one file: 0 where they cannot be forked or are nested."""
-    import multiprocessing
     import os
 
     if workers is None:
         workers = min(os.cpu_count() or 1, _MAX_WORKERS)
+    # a process that never imported multiprocessing is none of its workers
+    mp = sys.modules.get("multiprocessing")
     if (
         workers < 2
         or not sys.platform.startswith("linux")
-        or multiprocessing.parent_process() is not None  # already a worker: no nesting
+        or (mp is not None and mp.parent_process() is not None)  # a worker: no nesting
     ):
         return 0
     return workers
@@ -225,15 +229,23 @@ def _warnings(path: Path, data: Any, stream: Any) -> list[str]:
     return warnings
 
 
+def _process_pool(n_workers: int) -> Executor:
+    """A pool of ``n_workers`` forked processes (the Python decoders hold the GIL)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    return ProcessPoolExecutor(n_workers, mp_context=get_context("fork"))
+
+
 def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
     """:func:`parse_file` over guessed runs, in ``n_workers`` processes (0: in this one).
 
     None: a guessed cut was wrong; redo with :class:`~opscope.trace.jsonstream.EventStream`'s
     own iteration, which guesses again run by run."""
     from collections import deque
-    from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-    from multiprocessing import get_context
+
+    # BrokenProcessPool's base: catching it imports no multiprocessing for a thread pool
+    from concurrent.futures import BrokenExecutor, Future, ThreadPoolExecutor
 
     from opscope.trace.jsondecode import LONG_TS
 
@@ -269,7 +281,7 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
             piece, asked, fut = pending.popleft()
             try:
                 result = fut.result()
-            except BrokenProcessPool:  # a worker died (killed for memory?): redo in-process
+            except BrokenExecutor:  # a worker died (killed for memory?): redo in-process
                 return False
             if not merge(piece, asked, result):
                 return False
@@ -290,11 +302,7 @@ def _parse_pooled(stream: Any, n_workers: int) -> KinetoParse | None:
                     held_bytes += len(item)
                     if held_bytes < PARALLEL_MIN_BYTES:
                         continue
-                    pool = (
-                        ProcessPoolExecutor(n_workers, mp_context=get_context("fork"))
-                        if portable
-                        else ThreadPoolExecutor(n_workers)
-                    )
+                    pool = _process_pool(n_workers) if portable else ThreadPoolExecutor(n_workers)
                     for p in held:
                         fut = pool.submit(_convert_piece, p, quote, portable)
                         pending.append((p, quote, fut))
