@@ -10,15 +10,19 @@ from pathlib import Path
 
 def prepare(*paths: str | Path | None, command: str) -> None:
     """Convert the raw Neuron captures among ``paths`` (None: no path), saying so on stderr
-    as ``opscope <command>: ...``; nothing happens for any other path."""
-    from opscope.trace.neuron.capture import conversions
+    as ``opscope <command>: ...``; nothing happens for any other path (a file is never a
+    raw capture: the capture's checks are not even imported for one)."""
 
     def say(text: str) -> None:
         print(f"opscope {command}: {text}", file=sys.stderr, flush=True)
 
     for path in paths:
+        if path is None or not Path(path).is_dir():
+            continue
+        from opscope.trace.neuron.capture import conversions
+
         # the capture's module (and its subprocess) only for a raw capture to convert
-        if path is not None and conversions(Path(path)):
+        if conversions(Path(path)):
             from opscope.capture.neuron_explorer import convert
 
             convert(path, say=say)
