@@ -18,14 +18,20 @@ this machine is noisy):
    report (goal >= 20 on traces above 50k events), the in-process ratio (opscope's ingest +
    analysis) beside it, and HTA's peak RSS / opscope's (goal >= 2).  HTA runs once on files
    above 100 MB and not at all above ``--hta-max-mb``.
-   AMD's TraceLens is not on PyPI (the PyPI package named ``tracelens`` is an unrelated
-   agent-evaluation tool), so its perf report is not measured here.
+3. TraceLens's perf report, when ``--tracelens-python`` names a Python with AMD's TraceLens
+   installed (``pip install git+https://github.com/AMD-AGI/TraceLens.git``; the PyPI package
+   named ``tracelens`` is an unrelated agent-evaluation tool): its whole ``python -m
+   TraceLens.Reporting.generate_perf_report_pytorch --profile_json_path FILE
+   --output_csvs_dir DIR`` process (``--tracelens-module`` for another entry point) against
+   the whole ``opscope report`` process, both command-line tools started cold.  Printed:
+   TL/rep (goal >= 20 on traces above 50k events) and its peak RSS.
 
 Run::
 
     python benchmarks/report.py                       # shared traces > 10k events, 1M, 3M
     python benchmarks/report.py --sizes 1000000 FILE  # your own traces
     python -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install traceinsight
+    python benchmarks/report.py --sizes '' --tracelens-python /tmp/tl-venv/bin/python
 """
 
 from __future__ import annotations
@@ -141,7 +147,36 @@ def hta_worker(path: str) -> None:
     print(json.dumps(out))
 
 
-def whole_process(path: Path, hta_python: str | None, repeat: int) -> dict[str, Any]:
+TRACELENS_MODULE = "TraceLens.Reporting.generate_perf_report_pytorch"
+
+
+def tracelens_process(
+    path: Path, python: str, module: str, repeat: int, tmp: Path
+) -> dict[str, Any]:
+    """The best of ``repeat`` whole TraceLens perf-report processes on ``path`` (its CSVs
+    written to a folder of ``tmp``): wall seconds and peak RSS, or the error it ended with."""
+    best: tuple[float, float] | None = None
+    for i in range(repeat):
+        out = tmp / f"tracelens{i}"
+        cmd = [python, "-m", module, "--profile_json_path", str(path), "--output_csvs_dir"]
+        try:
+            wall, rss, _ = _run([*cmd, str(out)], dict(os.environ))
+        except RuntimeError as exc:
+            return {"tl_error": str(exc).split("failed: ", 1)[-1][:60]}
+        if not out.is_dir() or not any(out.iterdir()):
+            return {"tl_error": f"{module} wrote no CSV"}
+        if best is None or wall < best[0]:
+            best = (wall, rss)
+    assert best is not None
+    return {"tl_s": best[0], "tl_rss_mb": best[1]}
+
+
+def whole_process(
+    path: Path,
+    hta_python: str | None,
+    repeat: int,
+    tracelens: tuple[str, str] | None = None,
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, OPSCOPE_CACHE_DIR=str(Path(d) / "cache"))
@@ -173,6 +208,8 @@ def whole_process(path: Path, hta_python: str | None, repeat: int) -> dict[str, 
                 out["hta_work_s"], out["hta_rss_mb"], out["hta_process_s"], got = hbest
                 out["hta_load_s"] = got["load_s"]
                 out["hta_failed"] = got["failed"]
+        if tracelens is not None:
+            out.update(tracelens_process(path, *tracelens, repeat, Path(d)))
     return out
 
 
@@ -238,6 +275,15 @@ def main() -> int:
     ap.add_argument("--min-events", type=int, default=10_000)
     ap.add_argument("--hta-python", default="/tmp/hta-venv/bin/python")
     ap.add_argument(
+        "--tracelens-python",
+        help="a Python with AMD's TraceLens installed: measure its perf report too",
+    )
+    ap.add_argument(
+        "--tracelens-module",
+        default=TRACELENS_MODULE,
+        help="TraceLens's perf-report entry point run with -m (default %(default)s)",
+    )
+    ap.add_argument(
         "--hta-max-mb",
         type=float,
         default=300.0,
@@ -270,11 +316,20 @@ def main() -> int:
     hta = args.hta_python if Path(args.hta_python).is_file() else None
     if hta is None:
         print(f"HTA not measured: {args.hta_python} not found (pip install traceinsight there)")
+    tracelens = None
+    if args.tracelens_python:
+        if not Path(args.tracelens_python).is_file():
+            print(f"no such Python: --tracelens-python {args.tracelens_python}", file=sys.stderr)
+            return 2
+        tracelens = (args.tracelens_python, args.tracelens_module)
+    else:
+        print("TraceLens not measured: give --tracelens-python (a Python with TraceLens)")
 
     head = (
         f"{'trace':44} {'events':>9} {'ingest s':>9} {'analysis s':>10} {'an/ingest':>9} "
         f"{'us/event':>8} {'report s':>8} {'HTA ld s':>8} {'HTA s':>7} {'HTA/rep':>7} "
         f"{'proc/rep':>8} {'HTA/in':>6} {'RSS MB':>7} {'HTA MB':>7} {'HTA/RSS':>7}"
+        + (f" {'TL s':>7} {'TL/rep':>7} {'TL MB':>6}" if tracelens else "")
     )
     print(head)
     print("-" * len(head))
@@ -286,6 +341,7 @@ def main() -> int:
             p,
             hta if p.stat().st_size <= args.hta_max_mb * 1e6 else None,
             1 if big[p] else args.repeat,
+            tracelens if p.stat().st_size <= args.hta_max_mb * 1e6 else None,
         )
         for p in files
     }
@@ -293,6 +349,7 @@ def main() -> int:
     same: list[float] = []
     procs: list[float] = []
     rss_ratios: list[float] = []
+    tl_ratios: list[float] = []
     for p in files:
         m = in_process(p, 1 if big[p] else args.repeat)
         w = whole[p]
@@ -317,13 +374,24 @@ def main() -> int:
         if "hta_error" in w:
             speed = "failed"
         mem = f"{w['hta_rss_mb'] / w['opscope_rss_mb']:.2f}x" if "hta_rss_mb" in w else "-"
+        tl = ""
+        if tracelens:
+            tl_speed = "failed" if "tl_error" in w else "-"
+            if "tl_s" in w:
+                tl_ratio = w["tl_s"] / w["opscope_s"]
+                tl_speed = f"{tl_ratio:.1f}x"
+                if m["events"] > 50_000:
+                    tl_ratios.append(tl_ratio)
+            tl = f" {g('tl_s'):>7} {tl_speed:>7} {g('tl_rss_mb', '{:.0f}'):>6}"
         print(
             f"{name[-44:]:44} {m['events']:9d} {m['ingest_s']:9.3f} {m['analysis_s']:10.3f} "
             f"{r:9.2f} {m['analysis_s'] / max(m['events'], 1) * 1e6:8.2f} "
             f"{g('opscope_s'):>8} {g('hta_load_s'):>8} {g('hta_work_s'):>7} {speed:>7} "
             f"{proc:>8} {inproc:>6} "
-            f"{g('opscope_rss_mb', '{:.0f}'):>7} {g('hta_rss_mb', '{:.0f}'):>7} {mem:>7}"
+            f"{g('opscope_rss_mb', '{:.0f}'):>7} {g('hta_rss_mb', '{:.0f}'):>7} {mem:>7}{tl}"
         )
+        if "tl_error" in w:
+            print(f"  TraceLens failed on {name}: {w['tl_error']}")
     print(
         f"\nanalysis/ingest: median {statistics.median(ratios):.2f}, max {max(ratios):.2f} "
         "(goal <= 0.5); HTA/rep: HTA's load + analyses (HTA s; HTA ld s: its load alone) over "
@@ -331,6 +399,12 @@ def main() -> int:
         "imports included, over the same; HTA/in: HTA's load + analyses over opscope's ingest + "
         "analysis in process; * an HTA analysis failed, left out below); HTA/RSS: HTA's peak "
         "RSS over opscope's"
+        + (
+            "; TL/rep: TraceLens's whole perf-report process over the whole `opscope report` "
+            "process"
+            if tracelens
+            else ""
+        )
     )
     if same:
         print(
@@ -338,6 +412,12 @@ def main() -> int:
             f"{statistics.median(same):.1f}x, min {min(same):.1f}x (goal >= 20); proc/rep "
             f"median {statistics.median(procs):.1f}x, min {min(procs):.1f}x; HTA/RSS median "
             f"{statistics.median(rss_ratios):.2f}x, min {min(rss_ratios):.2f}x (goal >= 2)"
+        )
+    if tl_ratios:
+        print(
+            f"TraceLens's perf report, traces above 50k events ({len(tl_ratios)}): TL/rep "
+            f"median {statistics.median(tl_ratios):.1f}x, min {min(tl_ratios):.1f}x (goal >= "
+            "20; both whole processes, cold)"
         )
     return 0
 
