@@ -59,34 +59,9 @@ class Meter:
     """Reads the process's memory (see the module docstring)."""
 
     def __init__(self) -> None:
-        import ctypes
+        from opscope.trace.heap import mallinfo2
 
-        self.info: Any = None
-        try:
-            libc = ctypes.CDLL("libc.so.6")
-
-            class MallInfo2(ctypes.Structure):
-                _fields_ = [
-                    (n, ctypes.c_size_t)
-                    for n in (
-                        "arena",
-                        "ordblks",
-                        "smblks",
-                        "hblks",
-                        "hblkhd",
-                        "usmblks",
-                        "fsmblks",
-                        "uordblks",
-                        "fordblks",
-                        "keepcost",
-                    )
-                ]
-
-            fn = libc.mallinfo2
-            fn.restype = MallInfo2
-            self.info = fn
-        except (OSError, AttributeError):  # not glibc, or older than 2.33
-            pass
+        self.info: Any = mallinfo2()  # None: not glibc, or older than 2.33
 
     @staticmethod
     def reset_peak() -> bool:

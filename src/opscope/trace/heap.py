@@ -34,7 +34,7 @@ from collections.abc import Callable
 MIN_FREE = 64 << 20
 
 
-class _MallInfo2(ctypes.Structure):
+class MallInfo2(ctypes.Structure):
     """glibc's ``struct mallinfo2`` (malloc.h, glibc 2.33 on)."""
 
     _fields_ = [
@@ -78,15 +78,27 @@ def trim_between_parts(on: bool = True) -> None:
         _Trim.on = on and _Trim.libc is not None
 
 
+def mallinfo2(libc: ctypes.CDLL | None = None) -> Callable[[], MallInfo2] | None:
+    """glibc's ``mallinfo2`` of ``libc`` (None: the C library this process uses), ready to
+    call; None where there is none (not glibc, or glibc before 2.33)."""
+    try:
+        if libc is None:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        info = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    info.restype = MallInfo2
+    info.argtypes = []
+    read: Callable[[], MallInfo2] = info
+    return read
+
+
 def _free_reader(libc: ctypes.CDLL) -> Callable[[], int] | None:
     """A function of the bytes free in the heap (``mallinfo2``), or None (glibc before
     2.33: then every call hands pages back)."""
-    try:
-        info = libc.mallinfo2
-    except AttributeError:
+    info = mallinfo2(libc)
+    if info is None:
         return None
-    info.restype = _MallInfo2
-    info.argtypes = []
 
     def free_bytes() -> int:
         return int(info().fordblks)
@@ -113,4 +125,4 @@ def trims() -> int:
     return _Trim.calls
 
 
-__all__ = ["between_parts", "trim_between_parts", "trims"]
+__all__ = ["MallInfo2", "between_parts", "mallinfo2", "trim_between_parts", "trims"]
