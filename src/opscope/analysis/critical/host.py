@@ -85,11 +85,12 @@ def owners(parent: np.ndarray, container: np.ndarray) -> np.ndarray:
     # a container's owner is settled once its candidate is none or not a container
     act = act[(cand >= 0) & container.take(cand, mode="clip")]
     while len(act):
-        nxt = owner[owner[act]]  # the candidate's candidate, before this pass's writes
         up = owner[act]
+        nxt = owner[up]  # the candidate's candidate, before this pass's writes
         # a candidate that is a container with no op above it: the row keeps itself
-        owner[act] = np.where(nxt == up, act, nxt)
-        act = act[container[owner[act]] & (owner[act] != act)]
+        got = np.where(nxt == up, act, nxt)
+        owner[act] = got
+        act = act[container[got] & (got != act)]
     return owner
 
 
