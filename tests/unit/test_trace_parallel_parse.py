@@ -87,6 +87,13 @@ def _parse(path: Path, workers: int | None) -> tuple[object, ...]:
     )
 
 
+def _small_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small runs, the same for the sequential and the pooled parse (where B/E pairs close
+    decides the rows' order)."""
+    monkeypatch.setattr(jsonstream.EventStream.__init__, "__defaults__", (20_000,))
+    monkeypatch.setattr(readers.ByteStream.__init__, "__defaults__", (None, 16_384))
+
+
 @pytest.mark.parametrize("pool", ["threads", "processes"])
 @pytest.mark.parametrize("cut", [False, True])
 def test_pooled_matches_sequential(
@@ -101,9 +108,7 @@ def test_pooled_matches_sequential(
         data = data[: len(data) * 2 // 3]
     path = tmp_path / "t.json.gz"
     path.write_bytes(gzip.compress(data))
-    # small runs, the same for both (where B/E pairs close decides the rows' order)
-    monkeypatch.setattr(jsonstream.EventStream.__init__, "__defaults__", (20_000,))
-    monkeypatch.setattr(readers.ByteStream.__init__, "__defaults__", (None, 16_384))
+    _small_runs(monkeypatch)
     seq = _parse(path, workers=1)
     monkeypatch.setattr(kineto_file, "PARALLEL_MIN_BYTES", 1)
     submitted: list[str] = []
@@ -136,8 +141,7 @@ def test_a_worker_that_dies_leaves_the_sequential_parse(
     monkeypatch.setenv("OPSCOPE_NATIVE", "0")
     path = tmp_path / "t.json.gz"
     path.write_bytes(gzip.compress(json.dumps(_trace(1500)).encode()))
-    monkeypatch.setattr(jsonstream.EventStream.__init__, "__defaults__", (20_000,))
-    monkeypatch.setattr(readers.ByteStream.__init__, "__defaults__", (None, 16_384))
+    _small_runs(monkeypatch)
     seq = _parse(path, workers=1)
     monkeypatch.setattr(kineto_file, "PARALLEL_MIN_BYTES", 1)
     made: list[Executor] = []
