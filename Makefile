@@ -38,8 +38,11 @@ typecheck: $(VENV)/.installed-test
 unit: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests/unit -q
 
+# pytest-xdist: the suite in PYTEST_WORKERS processes (0: in this one), each test file whole in
+# one worker (its module fixtures, such as a real gloo job, run once); PYTEST_ARGS adds to it.
+PYTEST_WORKERS ?= 2
 test: lint typecheck
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
