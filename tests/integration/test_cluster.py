@@ -64,13 +64,13 @@ def _without_paths(section: Any) -> Any:
     return {k: v for k, v in (section or {}).items() if k != "segments"}
 
 
-def assert_same(local: Report, remote: Report) -> None:
+def assert_same(local: Report, remote: Report, workers: int = 2) -> None:
     """The whole documents equal but for what docs/scale.md says differs, ``source.engine``:
     the job's critical path (its pieces included), the job findings' savings and ranking,
     and the ranks' own paths equal."""
     a, b = local.to_dict(), remote.to_dict()
     engine = b["source"].pop("engine")
-    assert engine == {"name": "dask", "workers": 2, "scheduler": engine["scheduler"]}
+    assert engine == {"name": "dask", "workers": workers, "scheduler": engine["scheduler"]}
     job_a, job_b = plain(a.pop("critical_path")), plain(b.pop("critical_path"))
     assert job_a["scope"] == "job" and job_a["length_us"] is not None
     assert job_a == job_b
@@ -219,6 +219,38 @@ def test_a_worker_killed_mid_run_is_retried(cluster: Any, tmp_path: Path) -> Non
     assert_same(opscope.analyze(job), remote)
     with distributed.Client(cluster.scheduler_address, timeout=30) as client:
         client.wait_for_workers(2, timeout=60)  # the nanny restarted it: the next tests have 2
+
+
+def test_the_only_worker_dies_holding_the_jobs_meta_and_the_run_goes_on(tmp_path: Path) -> None:
+    """The rank tasks share the job's meta, held on a worker: when that worker dies (here the
+    only one, its nanny starting it again) the meta is made again from its task and every
+    rank runs; scattered data would have been lost and every rank task cancelled."""
+    job = tmp_path / "job"
+    write_nccl_job(job, 3, late_rank=2, late_us=150.0)
+    marker = tmp_path / "killed"
+    task = functools.partial(kill_once, rank=1, marker=str(marker))
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit="1GiB",
+        dashboard_address=None,
+    ) as one:
+        remote = analyze_on_cluster(job, one.scheduler_address, ClusterOptions(), rank_task=task)
+    assert marker.exists()  # the worker did die, with the meta
+    assert_same(opscope.analyze(job), remote, workers=1)
+
+
+def test_a_cancelled_rank_task_is_a_cluster_error_naming_it(cluster: Any) -> None:
+    import time
+
+    from opscope.analysis.cluster.coordinator import _each
+
+    with distributed.Client(cluster.scheduler_address, timeout=30) as client:
+        fut = client.submit(time.sleep, 30, pure=False)
+        fut.cancel()
+        with pytest.raises(ClusterError, match=r"cancelled task 1 of 1 \(analyse\)"):
+            list(_each([fut], "analyse", None))
 
 
 def test_store_writes_each_rank_as_parquet(cluster: Any, tmp_path: Path) -> None:

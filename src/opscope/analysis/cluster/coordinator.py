@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opscope.analysis.cluster.connect import connect, dask
+from opscope.analysis.cluster.connect import ClusterError, connect, dask
 from opscope.analysis.cluster.worker import (
     Member,
     Settings,
     analyze_rank,
     expand_path,
+    held_value,
     rank_path,
     read_rank,
     recontract_rank,
@@ -102,6 +103,12 @@ def _each(futures: list[Any], stage: str, progress: Progress | None) -> Iterator
         i = index.pop(fut.key)
         fut.release()
         del fut
+        if isinstance(result, BaseException):
+            # as_completed gives a cancelled future's error as its result, not raised
+            raise ClusterError(
+                f"the cluster cancelled task {i + 1} of {total} ({stage}): "
+                f"{type(result).__name__}: {result}"
+            ) from result
         if progress is not None:
             progress(stage, done, total)
         yield i, result
@@ -285,7 +292,10 @@ def analyze_on_cluster(
         if reason is not None:
             raise MixedJobsError(reason)
         job_meta = {**meta.to_json_dict(), "cached": meta.cached}
-        [shared_meta] = client.scatter([job_meta], broadcast=True, hash=False)
+        # a task's result, not scattered data: when the worker holding it dies, the
+        # scheduler makes it again from the task (scattered data would be lost, and every
+        # rank task after it cancelled)
+        shared_meta = client.submit(held_value, job_meta, pure=False)
         tasks: list[dict[str, Any]] = []
         offset = 0
         for i, ((f, g), (rank, _origin)) in enumerate(zip(good, ranks, strict=True)):

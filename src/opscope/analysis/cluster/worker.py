@@ -108,6 +108,12 @@ def read_part(path: str, settings: Settings) -> FilePart:
         return by_rank.read_part(local, cache=settings.cache, max_bytes=settings.max_trace_bytes)
 
 
+def held_value(value: Any) -> Any:
+    """``value`` itself: a task whose result is data the rank tasks share (the job's meta),
+    sent once with the task and made again if the worker holding it dies."""
+    return value
+
+
 def read_rank(path: str, settings: Settings) -> dict[str, Any]:
     """Round 1: ``{"meta", "rows", "span"}`` of one file (``span``: its first start and last
     end, ns, None without events), or ``{"error": reason}`` when it cannot be read."""
@@ -292,6 +298,7 @@ __all__ = [
     "Settings",
     "analyze_rank",
     "expand_path",
+    "held_value",
     "rank_path",
     "read_part",
     "read_rank",
