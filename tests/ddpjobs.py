@@ -16,6 +16,7 @@ The run folder's ``traces/rank<r>.json.gz`` are the job.  (No tests here.)
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -71,6 +72,17 @@ class DDPJobError(RuntimeError):
     """The profiled job failed or ran past its timeout."""
 
 
+def _aborted_at_exit(done: subprocess.CompletedProcess[str], world: int) -> bool:
+    """Whether the job failed only as its ranks exited: every rank recorded its steps and a
+    rank then aborted in C++ teardown ("terminate called without an active exception")."""
+    err = done.stderr
+    return (
+        done.returncode != 0
+        and "terminate called without an active exception" in err
+        and err.count("recorded steps") == world
+    )
+
+
 def run_ddp_job(
     folder: Path,
     *,
@@ -97,18 +109,26 @@ def run_ddp_job(
         "JOB_STEPS": str(active + 6),
     }
     args = ["--nproc", str(world), "--active", str(active), "--out", "runs", "--no-report"]
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "opscope", "profile", *args, "--", "train.py"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise DDPJobError(f"the job ran past {timeout} s") from exc
+    for attempt in (1, 2):
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "opscope", "profile", *args, "--", "train.py"],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise DDPJobError(f"the job ran past {timeout} s") from exc
+        if attempt == 1 and _aborted_at_exit(done, world):
+            # torch's gloo teardown still aborts a rank now and then on a loaded machine,
+            # after every rank recorded its trace (the barrier above made it rarer): the job
+            # is run once more, from a clean folder; any other failure is the test's
+            shutil.rmtree(folder / "runs", ignore_errors=True)
+            continue
+        break
     if done.returncode != 0:
         # the ranks' own messages come before the launcher's summary of their failures
         raise DDPJobError(f"the job failed ({done.returncode}): {done.stderr[-8000:]}")
