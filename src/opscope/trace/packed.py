@@ -18,6 +18,7 @@ events it takes the column from about 1 GB to about 70 MB.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -30,6 +31,8 @@ import pyarrow as pa
 BLOCK_ROWS = 1 << 14
 #: blocks kept decompressed for the next read
 KEEP_BLOCKS = 4
+#: threads that compress the blocks at most
+MAX_THREADS = 4
 CODEC = "zstd"
 
 
@@ -52,7 +55,7 @@ class PackedText:
             raise TypeError(f"PackedText holds string columns, not {column.type}")
         self._n = len(column)
         self._per = per = BLOCK_ROWS  # rows a block holds, fixed for this column
-        self._blocks: list[_Block] = []
+        groups: list[list[pa.Array]] = []  # each block's slices of the chunks (no copies)
         pending: list[pa.Array] = []
         held = 0
         for chunk in chunks:
@@ -63,10 +66,19 @@ class PackedText:
                 held += take
                 at += take
                 if held == per:
-                    self._blocks.append(_pack(pending))
+                    groups.append(pending)
                     pending, held = [], 0
         if held:
-            self._blocks.append(_pack(pending))
+            groups.append(pending)
+        # the codec releases the GIL: blocks compress side by side on threads, in order
+        workers = min(len(groups), os.cpu_count() or 1, MAX_THREADS)
+        if workers > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(workers) as pool:
+                self._blocks: list[_Block] = list(pool.map(_pack, groups))
+        else:
+            self._blocks = [_pack(g) for g in groups]
         self._lock = threading.Lock()
         self._kept: OrderedDict[int, pa.StringArray] = OrderedDict()
 
