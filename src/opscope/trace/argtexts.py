@@ -11,8 +11,6 @@ these texts where that is provably what orjson would decode.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -23,6 +21,7 @@ import pyarrow.compute as pc
 
 from opscope.trace import native
 from opscope.trace.arrays import bools, ints
+from opscope.trace.threads import map_in_order
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -85,11 +84,7 @@ def _map_pieces(
 ) -> list[_T]:
     """``fn`` of each piece, in order; the passes release the GIL, so pieces run side by
     side on threads (as the ingest's runs do)."""
-    workers = min(len(pieces), os.cpu_count() or 1, _MAX_THREADS)
-    if workers > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(lambda p: fn(*p), pieces))
-    return [fn(*p) for p in pieces]
+    return map_in_order(lambda p: fn(*p), pieces, _MAX_THREADS)
 
 
 def _spread(values: pa.Array, has: np.ndarray) -> pa.Array:

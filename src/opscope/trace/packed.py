@@ -18,7 +18,6 @@ events it takes the column from about 1 GB to about 70 MB.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -26,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
+from opscope.trace.threads import map_in_order
 
 #: rows a block holds: a block decompresses to about 1.6 MB of ``args`` text
 BLOCK_ROWS = 1 << 14
@@ -71,14 +72,7 @@ class PackedText:
         if held:
             groups.append(pending)
         # the codec releases the GIL: blocks compress side by side on threads, in order
-        workers = min(len(groups), os.cpu_count() or 1, MAX_THREADS)
-        if workers > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(workers) as pool:
-                self._blocks: list[_Block] = list(pool.map(_pack, groups))
-        else:
-            self._blocks = [_pack(g) for g in groups]
+        self._blocks = map_in_order(_pack, groups, MAX_THREADS)
         self._lock = threading.Lock()
         self._kept: OrderedDict[int, pa.StringArray] = OrderedDict()
 
