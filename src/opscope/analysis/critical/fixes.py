@@ -248,6 +248,13 @@ def collective_rows(
     return out
 
 
+def capped_saving(saved_us: float, at_stake_us: float) -> float:
+    """A finding's ``step_savings_us``: ``saved_us`` to the ns (3 decimals), never above its
+    time at stake (a stake finer than a ns could round up past itself: the stake then)."""
+    got = round(min(at_stake_us, saved_us), 3)
+    return at_stake_us if got > at_stake_us else got
+
+
 def fix_savings(
     idx: EventIndex,
     graph: Graph,
@@ -288,7 +295,7 @@ def fix_savings(
             del w, keep
         # less work never lengthens the step (see section.no_longer)
         saved = max(0, base_ns - memo[key]) / 1000.0
-        out.append(round(min(at_stake, saved), 3))
+        out.append(capped_saving(saved, at_stake))
     return out
 
 
@@ -313,6 +320,7 @@ __all__ = [
     "Fix",
     "FixError",
     "FixPart",
+    "capped_saving",
     "collective_rows",
     "fix_savings",
     "fix_weights",

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opscope.analysis.critical.contract import ANY
-from opscope.analysis.critical.fixes import collective_rows
+from opscope.analysis.critical.fixes import capped_saving, collective_rows
 from opscope.analysis.critical.job_solve import (
     RankSummary,
     WindowSolution,
@@ -226,7 +226,7 @@ def job_finding_savings(
             continue
         projected = projected_length(solved(), new, members)
         saved_us = max(0, base - projected) / 1000.0
-        out.append(round(min(float(f.get("time_at_stake_us") or 0.0), saved_us), 3))
+        out.append(capped_saving(saved_us, float(f.get("time_at_stake_us") or 0.0)))
     return out
 
 

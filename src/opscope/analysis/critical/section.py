@@ -25,6 +25,7 @@ from opscope.analysis.critical.fixes import (
     Fix,
     FixError,
     FixPart,
+    capped_saving,
     collective_rows,
     fix_savings,
     fix_weights,
@@ -548,8 +549,8 @@ def _evidence_bound(idx: EventIndex, on_path: _OnPath, f: Mapping[str, Any]) -> 
         hit = on_path.under(idx.rows_of(np.asarray(ids, dtype=np.int64)))
         on = float(on_path.w[hit].sum())
     else:
-        return round(at_stake, 3)
-    return round(min(at_stake, on / 1000.0), 3)
+        return capped_saving(at_stake, at_stake)
+    return capped_saving(on / 1000.0, at_stake)
 
 
 def comm_bandwidth_fix(
