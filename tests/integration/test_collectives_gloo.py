@@ -21,6 +21,7 @@ dist = pytest.importorskip("torch.distributed")
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.timing,
     pytest.mark.skipif(
         not (dist.is_available() and dist.is_gloo_available()), reason="no gloo backend"
     ),

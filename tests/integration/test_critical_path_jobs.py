@@ -15,7 +15,7 @@ from opscope.analysis.pipeline import analyze
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 WORLD = 4
 ACTIVE = 5

@@ -16,6 +16,9 @@ import pytest
 from distjobs import run_gloo_job
 from opscope.analysis.pipeline import analyze
 
+# real jobs whose findings rest on the relative times of their work: run alone (Makefile)
+pytestmark = pytest.mark.timing
+
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 

@@ -16,7 +16,7 @@ from opscope.analysis.pipeline import analyze
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 SLEEP_S = 0.015
 

@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+# real jobs whose findings rest on the relative times of their work: run alone (Makefile)
+pytestmark = pytest.mark.timing
+
 pytest.importorskip("torch")
 
 #: each item sleeps this long in the worker, inside record_function("decode")

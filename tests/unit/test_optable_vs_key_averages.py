@@ -70,7 +70,14 @@ def test_device_columns_on_cpu_are_each_ops_own_time(tmp_path: Path) -> None:
     table = op_table(load(path))
     addmm = table.row("aten::addmm")
     assert addmm is not None and addmm.device_self_us > 0
-    assert table.rows[0].name == "aten::addmm"  # the heaviest op leads
+    # The heaviest op leads: the one torch's own key_averages gives the most self time among
+    # the ops that compute (which one that is depends on this machine's load, not on us).
+    computing = [r.name for r in table.rows if r.device_self_us > 0]
+    heaviest = max(torch_self[name] for name in computing)
+    assert torch_self[table.rows[0].name] >= 0.99 * heaviest  # a tie within torch's rounding
+    assert [r.device_self_us for r in table.rows] == sorted(
+        (r.device_self_us for r in table.rows), reverse=True
+    )
     for name in ("aten::addmm", "aten::gelu"):
         row = table.row(name)
         assert row is not None
