@@ -306,6 +306,41 @@ def test_top_level_strings_are_sure_only_where_orjson_agrees() -> None:
     assert not sure[[4, 6, 9, 10, 11]].any()
 
 
+INT_TEXTS = [
+    None,
+    "",
+    '{"bytes":4096,"memory bandwidth (GB/s)":1.5}',
+    '{"device":0,"bytes":-7}',
+    '{"x":{"bytes":1},"bytes":2}',  # the key twice
+    '{"x":{"bytes":1}}',  # only nested
+    '{"a":[1,{"b":2}],"bytes":3}',  # something opens before the key
+    '{"bytes":"4096"}',  # a string: left to the decoder
+    '{"bytes":4.5}',
+    '{"bytes":true}',
+    '{"bytes":null}',
+    '{"bytes":1234567890123456789012}',  # past 18 digits
+    '{"bytes":12}',
+    '{"other":1}',
+    '{"bytes":8,"big":1e400}',
+]
+
+
+def test_top_level_ints_are_sure_only_where_orjson_agrees() -> None:
+    from opscope.trace.argtexts import top_level_ints
+
+    values, has, sure = top_level_ints(pa.array(INT_TEXTS, pa.string()), "bytes")
+    for text, got, there, ok in zip(INT_TEXTS, values.tolist(), has, sure, strict=True):
+        if not ok:
+            continue
+        value = orjson.loads(text).get("bytes") if text else None
+        plain = isinstance(value, int) and not isinstance(value, bool)
+        assert there == plain, text
+        assert got == (value if plain else 0), text
+    assert sure[[0, 1, 2, 3, 12, 13]].all()
+    assert values[[2, 3, 12]].tolist() == [4096, -7, 12]
+    assert not sure[[4, 5, 6, 7, 8, 9, 10, 11, 14]].any()  # any other value: the decoder's
+
+
 def test_inverse_links() -> None:
     trace = load_document(_doc())
     ix = trace.index

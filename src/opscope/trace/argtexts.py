@@ -5,8 +5,8 @@ each framework event's ``Input Dims``, ``Input type``, ``Input Strides`` and ``C
 (:data:`ARG_KEYS`) as ``orjson.dumps`` writes the decoded value, in one pass over the bytes by
 the C extension where it is built (:func:`opscope.trace.native.top_values`: rows it cannot
 prove go through the decoders below), else by vectorised passes (:func:`shape_texts`) and
-regular expressions.  :func:`sure_json` and :func:`top_level_strings` read other values off
-these texts where that is provably what orjson would decode.
+regular expressions.  :func:`sure_json`, :func:`top_level_strings` and :func:`top_level_ints`
+read other values off these texts where that is provably what orjson would decode.
 """
 
 from __future__ import annotations
@@ -298,6 +298,28 @@ def sure_json(texts: pa.Array, nested: bool = True) -> np.ndarray:
     return ~bad
 
 
+def _top_level_value(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """Where a top-level ``key``'s value can be read off each JSON object text: the texts
+    where the answer is sure (:func:`sure_json`, the key appears at most once, and where it
+    appears nothing opens before it but the object itself), the rows where it appears so,
+    and the text after the key in each of those rows."""
+    sure = sure_json(texts)
+    quoted = '"' + key + '":'
+    parts = pc.split_pattern(texts, quoted)
+    count = ints(pc.list_value_length(parts), 1) - 1
+    sure &= count <= 1
+    once = np.flatnonzero(sure & (count == 1))
+    if not len(once):
+        return sure, once, pa.array([], pa.string())
+    pick = pa.array(once)
+    before = pc.list_element(parts.take(pick), 0)
+    after = pc.list_element(parts.take(pick), 1)
+    # only the object's own brace before the key: the key is at the top level
+    top = ~bools(pc.match_substring_regex(before, r".[\[{]"))
+    sure[once[~top]] = False
+    return sure, once[top], after.filter(pa.array(top))
+
+
 def top_level_strings(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray]:
     """The string value of a top-level ``key`` in each JSON object text (None when absent or
     not a string) and where that answer is sure (the others need a decoder): the text is
@@ -307,25 +329,35 @@ def top_level_strings(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray
     values = np.full(n, None, dtype=object)
     if n == 0:
         return values, np.zeros(0, dtype=bool)
-    sure = sure_json(texts)
-    quoted = '"' + key + '":'
-    parts = pc.split_pattern(texts, quoted)
-    count = ints(pc.list_value_length(parts), 1) - 1
-    sure &= count <= 1
-    once = np.flatnonzero(sure & (count == 1))
-    if len(once):
-        pick = pa.array(once)
-        before = pc.list_element(parts.take(pick), 0)
-        after = pc.list_element(parts.take(pick), 1)
-        # only the object's own brace before the key: the key is at the top level
-        top = ~bools(pc.match_substring_regex(before, r".[\[{]"))
-        sure[once[~top]] = False
-        ok = top & bools(pc.starts_with(after, '"'))
-        if ok.any():
-            quoted_value = after.filter(pa.array(ok))
-            text = pc.list_element(pc.split_pattern(quoted_value, '"', max_splits=2), 1)
-            values[once[ok]] = np.asarray(text.to_numpy(zero_copy_only=False), dtype=object)
+    sure, once, after = _top_level_value(texts, key)
+    ok = bools(pc.starts_with(after, '"')) if len(once) else np.zeros(0, dtype=bool)
+    if ok.any():
+        quoted_value = after.filter(pa.array(ok))
+        text = pc.list_element(pc.split_pattern(quoted_value, '"', max_splits=2), 1)
+        values[once[ok]] = np.asarray(text.to_numpy(zero_copy_only=False), dtype=object)
     return values, sure
+
+
+def top_level_ints(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The value of a top-level ``key`` in each JSON object text where it is a plain integer
+    (0 elsewhere), where it is one, and where that answer is sure (the others need a
+    decoder): as :func:`top_level_strings`, and a value that is not a plain integer of at most
+    18 digits (a float, a string, ``true``, a longer one) is left unsure."""
+    n = len(texts)
+    values = np.zeros(n, dtype=np.int64)
+    has = np.zeros(n, dtype=bool)
+    if n == 0:
+        return values, has, np.zeros(0, dtype=bool)
+    sure, once, after = _top_level_value(texts, key)
+    if len(once):
+        got = pc.extract_regex(after, r"^(?P<v>-?[0-9]{1,18})[,}]")
+        ok = bools(got.is_valid())
+        sure[once[~ok]] = False
+        if ok.any():
+            digits = got.field("v").filter(pa.array(ok))
+            values[once[ok]] = ints(pc.cast(digits, pa.int64()))
+            has[once[ok]] = True
+    return values, has, sure
 
 
 def _values_after(

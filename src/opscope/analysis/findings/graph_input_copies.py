@@ -25,10 +25,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from opscope.analysis.findings._view import EventView, fmt_us, ids_evidence, view
 from opscope.analysis.findings.base import Context, Finding, Rule, make_finding, share_of_wall
 from opscope.analysis.graph_replays import replays_of
+from opscope.trace.args import decode_args
+from opscope.trace.argtexts import top_level_ints
 from opscope.trace.graphs.replays import Replay
 
 COPY_OPS = frozenset(("aten::copy_", "aten::_foreach_copy_", "aten::copy", "aten::index_copy_"))
@@ -63,36 +66,41 @@ class _CopyBytes:
     """Bytes the copies' device copies record (their ``bytes`` arg), read once for all the
     outermost copies of the window: a device copy counts for the copies among the ops above
     its launching op (its chain), and for a set of copies once when any of its chain is in
-    it."""
+    it.  The chains are walked a level a pass for every device copy at once, and only the
+    device copies under some copy have their ``args`` read (one take of the texts)."""
 
     def __init__(self, v: EventView, copies: np.ndarray) -> None:
         idx = v.index
         work = np.flatnonzero(idx.is_work & idx.kind.eq("memcpy") & (idx.op >= 0) & v.in_window)
         is_copy = np.zeros(idx.n, dtype=bool)
         is_copy[copies] = True
-        tp, op = idx.tree_parent, idx.op
-        device: list[int] = []
-        copy: list[int] = []
-        size: list[int] = []
-        for r in work.tolist():
-            at = int(op[r])
-            chain: list[int] = []
-            while at >= 0:
-                if is_copy[at]:
-                    chain.append(at)
-                at = int(tp[at])
-            if not chain:
-                continue
-            b = v.args(r).get("bytes")
-            if not (isinstance(b, int) or (isinstance(b, str) and b.isdigit())):
-                continue
-            for c in chain:
-                device.append(r)
-                copy.append(c)
-                size.append(int(b))
-        self._device = np.asarray(device, dtype=np.int64)
-        self._copy = np.asarray(copy, dtype=np.int64)
-        self._size = size
+        tp = idx.tree_parent
+        device: list[np.ndarray] = []
+        copy: list[np.ndarray] = []
+        row, at = work, idx.op[work].astype(np.int64)
+        while len(at):  # each device copy's ancestors from its op up, one level a pass
+            hit = is_copy[at]
+            device.append(row[hit])
+            copy.append(at[hit])
+            up = tp[at]
+            more = up >= 0
+            row, at = row[more], up[more].astype(np.int64)
+        dev = np.concatenate(device) if device else np.zeros(0, dtype=np.int64)
+        cop = np.concatenate(copy) if copy else np.zeros(0, dtype=np.int64)
+        rows, inverse = np.unique(dev, return_inverse=True)
+        texts = idx.args_take(rows) if len(rows) else pa.array([], pa.string())
+        plain, known, sure = top_level_ints(texts, "bytes")
+        size: list[int] = plain.tolist()  # Python ints: a recorded size may pass 64 bits
+        for i in np.flatnonzero(~sure).tolist():  # the texts a decoder must read
+            b = decode_args(texts[i].as_py()).get("bytes")
+            if isinstance(b, int) or (isinstance(b, str) and b.isdigit()):
+                size[i], known[i] = int(b), True
+            else:
+                size[i], known[i] = 0, False
+        keep = known[inverse]
+        self._device = dev[keep]
+        self._copy = cop[keep]
+        self._size = [size[i] for i in inverse[keep].tolist()]
 
     def of(self, rows: np.ndarray) -> int:
         """The bytes of the device copies made under the copies ``rows``, each once."""
@@ -100,7 +108,7 @@ class _CopyBytes:
         if not len(hit):
             return 0
         _, first = np.unique(self._device[hit], return_index=True)
-        return sum(self._size[int(i)] for i in hit[first])
+        return sum(self._size[i] for i in hit[first].tolist())
 
 
 def run(ctx: Context) -> list[Finding]:
