@@ -104,11 +104,10 @@ def content_key(path: Path) -> str:
                     break
                 h.update(block)
         return h.hexdigest()
-    from concurrent.futures import ThreadPoolExecutor
+    from opscope.trace.threads import map_in_order
 
     cuts = [size * i // n for i in range(n + 1)]
-    with ThreadPoolExecutor(n) as pool:
-        digests = list(pool.map(lambda i: _hash_range(path, cuts[i], cuts[i + 1]), range(n)))
+    digests = map_in_order(lambda i: _hash_range(path, cuts[i], cuts[i + 1]), range(n), n)
     h.update(f"ranges {size} {n}\n".encode())
     for d in digests:
         h.update(d)
