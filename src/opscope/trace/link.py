@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from opscope.trace.arrays import ints, row_dtype, valid, values_at
+from opscope.trace.arrays import bools, ints, row_dtype, valid, values_at
 from opscope.trace.schema import KINDS, SOURCES
 
 _SRC = {s: i for i, s in enumerate(SOURCES)}
@@ -75,6 +76,48 @@ def _lane_codes(pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> np.ndarray:
     t = _codes(_dictionary(tid))
     codes: np.ndarray = p * (int(t.max(initial=0)) + 1) + t
     return codes
+
+
+@dataclass(frozen=True)
+class _Lanes:
+    """The events' lanes (:func:`_lane_codes`: ``pid code * width + tid code``) and the two
+    dictionaries the codes index, so that other (pid, tid) pairs can be coded alike."""
+
+    codes: np.ndarray
+    pids: pa.Array
+    tids: pa.Array
+    width: int
+
+
+def _event_lanes(pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> _Lanes:
+    """:func:`_lane_codes` of the events, with its dictionaries."""
+
+    def combined(col: pa.ChunkedArray) -> pa.DictionaryArray:
+        d = _dictionary(col)
+        if isinstance(d, pa.ChunkedArray):
+            d = d.combine_chunks() if d.num_chunks != 1 else d.chunk(0)
+        return d
+
+    p, t = combined(pid), combined(tid)
+    p_codes = np.asarray(p.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    t_codes = np.asarray(t.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    width = int(t_codes.max(initial=0)) + 1
+    return _Lanes(p_codes * width + t_codes, p.dictionary, t.dictionary, width)
+
+
+def _coded_like(lanes: _Lanes, pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> np.ndarray | None:
+    """The lanes of other (pid, tid) strings in the events' codes, -1 where no event has
+    that pair; None when a dictionary holds a value twice (then one string has two codes and
+    the events' own codes cannot be matched by value)."""
+    out = []
+    for col, values in ((pid, lanes.pids), (tid, lanes.tids)):
+        if pc.count_distinct(values).as_py() != len(values):
+            return None
+        got = pc.index_in(col.cast(values.type), value_set=values)
+        out.append(ints(got, -1))
+    p, t = out
+    coded: np.ndarray = np.where((p >= 0) & (t >= 0) & (t < lanes.width), p * lanes.width + t, -1)
+    return coded
 
 
 def host_order(lane: np.ndarray, start: np.ndarray, dur: np.ndarray, src: np.ndarray) -> np.ndarray:
@@ -231,7 +274,8 @@ def link(events: pa.Table, flows: pa.Table) -> Links:
     assert not n or (src_values == list(SOURCES) and kind_values == list(KINDS))
     start = np.asarray(events.column("start_ns").to_numpy(), dtype=np.int64)
     end = start + np.asarray(events.column("dur_ns").to_numpy(), dtype=np.int64)
-    lane = _lane_codes(events.column("pid"), events.column("tid")) if n else np.zeros(0, np.int64)
+    lanes = _event_lanes(events.column("pid"), events.column("tid")) if n else None
+    lane = lanes.codes if lanes is not None else np.zeros(0, np.int64)
     fw, rt, dev = src == _SRC["framework"], src == _SRC["runtime"], src == _SRC["device"]
     host = fw | rt
 
@@ -255,11 +299,11 @@ def link(events: pa.Table, flows: pa.Table) -> Links:
 
     # launches by flows, for device events the correlation did not resolve
     unresolved = dev_rows[launch[dev_rows] < 0]
-    if len(unresolved) and flows.num_rows:
+    if len(unresolved) and flows.num_rows and lanes is not None:
         _link_flows(
             events,
             flows,
-            lane=lane,
+            lanes=lanes,
             start=start,
             end=end,
             rt_rows=rt_rows,
@@ -285,39 +329,44 @@ def _link_flows(
     events: pa.Table,
     flows: pa.Table,
     *,
-    lane: np.ndarray,
+    lanes: _Lanes,
     start: np.ndarray,
     end: np.ndarray,
     rt_rows: np.ndarray,
     unresolved: np.ndarray,
     launch: np.ndarray,
 ) -> None:
-    # flow endpoints use the same (pid, tid) lanes as events: encode them in one dictionary
-    pid_all = pa.chunked_array(
-        [
-            events.column("pid").cast(pa.string()).combine_chunks(),
-            flows.column("pid").combine_chunks(),
-        ]
-    )
-    tid_all = pa.chunked_array(
-        [
-            events.column("tid").cast(pa.string()).combine_chunks(),
-            flows.column("tid").combine_chunks(),
-        ]
-    )
-    codes = _lane_codes(pid_all, tid_all)
-    n = events.num_rows
-    lane = codes[:n]
-    f_lane = codes[n:]
+    # flow endpoints use the same (pid, tid) lanes as events: coded as the events' lanes are,
+    # by value (no strings of the events made for it: at 10M events the link is the read's
+    # highest point)
+    lane = lanes.codes
+    f_lane = _coded_like(lanes, flows.column("pid"), flows.column("tid"))
+    if f_lane is None:  # a dictionary with a value twice: one dictionary of both, by value
+        pid_all = pa.chunked_array(
+            [
+                events.column("pid").cast(pa.string()).combine_chunks(),
+                flows.column("pid").combine_chunks(),
+            ]
+        )
+        tid_all = pa.chunked_array(
+            [
+                events.column("tid").cast(pa.string()).combine_chunks(),
+                flows.column("tid").combine_chunks(),
+            ]
+        )
+        codes = _lane_codes(pid_all, tid_all)
+        n = events.num_rows
+        lane = codes[:n]
+        f_lane = codes[n:]
     f_ts = np.asarray(flows.column("ts_ns").to_numpy(), dtype=np.int64)
     f_id = np.asarray(flows.column("id").to_numpy(), dtype=np.int64)
-    f_ph = np.asarray(flows.column("ph").to_numpy(zero_copy_only=False), dtype=object)
+    f_start = bools(pc.equal(flows.column("ph"), "s"))  # "s": the flow's start (null: not)
     # host side: any endpoint of the flow that binds to a runtime call
     host = _bind(lane, start, end, rows=rt_rows, q_lane=f_lane, q_ts=f_ts)
     hk, hfirst = _first_row_by_key(f_id[host >= 0], np.flatnonzero(host >= 0))
     host_of_id = (hk, host[hfirst])
     # device side: 'f' (and 't') endpoints binding to an unresolved device event
-    ends = np.flatnonzero(f_ph != "s")
+    ends = np.flatnonzero(~f_start)
     dev = _bind(lane, start, end, rows=unresolved, q_lane=f_lane[ends], q_ts=f_ts[ends])
     got = dev >= 0
     rows = dev[got]
