@@ -146,6 +146,8 @@ def _analyze_rank(
             # a packed trace is one command's, analysed once: the tables and rules have read
             # the shapes, and the path's section and the savings want the memory
             idx.forget_args()
+        # the tables' and rules' freed temporaries back while the path may still be building
+        between_parts()
         graph, report.extra["critical_path"] = path_result()
     role = trace.meta.extra.get("job_role")
     if isinstance(role, dict) and isinstance(report.extra.get("distributed"), dict):
@@ -276,6 +278,7 @@ def analyze(
     tell("analyse", 0, trace.events.num_rows)
     if len(set(trace.meta.ranks)) <= 1:
         if pack_args:
+            between_parts()  # the read's freed temporaries back before the compaction's own
             trace.compact()
         single = _analyze_rank(
             trace, steps=steps, findings=findings, roofline=roofline, peaks=peaks, run_info=run_info

@@ -10,10 +10,13 @@ the process's peak RSS counted the holes on top of what was live.
 :func:`between_parts` hands the free pages inside the heap back to the kernel
 (``malloc_trim(0)``, which releases whole free pages anywhere in the heap, not only at its
 top) at the few places where a large part has just let its arrays go and the next is about to
-make its own: after the load, before the graph's host chains and its cut at step bounds,
-before the path's section and its pieces, and before the savings.  It does so only once a
-command asked for it (:func:`trim_between_parts`); the library leaves the process's memory
-to its caller.  Elsewhere (not glibc) it does nothing.
+make its own: after the parse, before the compaction of the trace read, after the load,
+before the graph's host chains and its cut at step bounds, before the path's section and its
+pieces, and before each what-if the savings solve (each one's arrays land elsewhere in the
+heap: at 10M events the holes of eight what-ifs were the report's highest point), and as the
+rules end while the path may still be building beside them.  It does so only once a command
+asked for it (:func:`trim_between_parts`); the library leaves the process's memory to its
+caller.  Elsewhere (not glibc) it does nothing.
 
 It hands pages back only when the heap holds at least :data:`MIN_FREE` bytes free
 (``mallinfo2``): on a trace of 50-100k events the heap holds 12-32 MB free at these places,
