@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 import pyarrow as pa
 import pytest
+from test_trace_formats import X, write
 
 from opscope.trace import link as L
 from opscope.trace.kineto.file import parse_file
@@ -24,26 +24,19 @@ def _links(path: Path) -> tuple[Any, Any]:
 
 
 def _doc(tmp_path: Path) -> Path:
-    def x(name: str, cat: str, ts: int, dur: int, pid: int = 1, tid: int = 1) -> dict[str, Any]:
-        return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid}
-
-    events = [
-        x("aten::replay", "cpu_op", 0, 100),
-        x("hipGraphLaunch", "cuda_runtime", 10, 20),
-        x("k0", "kernel", 50, 5, pid=0, tid=7),
-        x("k1", "kernel", 60, 5, pid=0, tid=7),
-        x("k2", "kernel", 70, 5, pid=0, tid=8),
+    """The flows test's graph launch (test_trace_formats), with endpoints on lanes no event
+    has (a pid, a tid) and a ``t`` step on a third kernel's lane."""
+    events: list[dict[str, Any]] = [
+        X("aten::replay", "cpu_op", 0, 100),
+        X("hipGraphLaunch", "cuda_runtime", 10, 20),
+        *(X(f"k{i}", "kernel", 50 + 10 * i, 5, pid=0, tid=7 + i // 2) for i in range(3)),
         {"ph": "s", "id": 5, "pid": 1, "tid": 1, "ts": 10, "cat": "ac2g", "name": "ac2g"},
-        {"ph": "f", "id": 5, "pid": 0, "tid": 7, "ts": 50, "cat": "ac2g", "bp": "e"},
-        {"ph": "f", "id": 5, "pid": 0, "tid": 7, "ts": 60, "cat": "ac2g", "bp": "e"},
-        # endpoints on lanes no event has: a pid, a tid, and both
-        {"ph": "f", "id": 5, "pid": 9, "tid": 7, "ts": 70, "cat": "ac2g", "bp": "e"},
-        {"ph": "f", "id": 5, "pid": 0, "tid": 99, "ts": 70, "cat": "ac2g", "bp": "e"},
-        {"ph": "t", "id": 5, "pid": 0, "tid": 8, "ts": 70, "cat": "ac2g", "bp": "e"},
+        *({"ph": "f", "id": 5, "pid": 0, "tid": 7, "ts": t, "cat": "ac2g"} for t in (50, 60)),
+        {"ph": "f", "id": 5, "pid": 9, "tid": 7, "ts": 70, "cat": "ac2g"},
+        {"ph": "f", "id": 5, "pid": 0, "tid": 99, "ts": 70, "cat": "ac2g"},
+        {"ph": "t", "id": 5, "pid": 0, "tid": 8, "ts": 70, "cat": "ac2g"},
     ]
-    path = tmp_path / "t.json"
-    path.write_bytes(orjson.dumps({"traceEvents": events}))
-    return path
+    return write(tmp_path / "t.json", {"traceEvents": events})
 
 
 def _equal(a: L.Links, b: L.Links) -> None:
