@@ -8,7 +8,9 @@
 * a hotspot's saving is the what-if its ``details.what_if`` spec gives (the same number
   ``opscope report --what-if`` prints), within 2 %;
 * a fix that leaves the window's path alone (``fixes.off_the_path``: not solved again)
-  saves exactly what solving its what-if gives.
+  saves exactly what solving its what-if gives;
+* a fix whose factors all lie in [0, 1] (``fixes.only_lowers``, which lets the savings skip
+  a pass over every edge) weighs no edge more than the graph does.
 
 A trace with graph replays and a capture beside it is checked as read and with the capture
 merged (the golden reports' ``+graph_capture`` cases).
@@ -24,7 +26,7 @@ from typing import Any
 import pytest
 
 from golden_reports import CAPTURED, SHARED, cases
-from opscope.analysis.critical.fixes import fix_savings, fix_weights, off_the_path
+from opscope.analysis.critical.fixes import fix_savings, fix_weights, off_the_path, only_lowers
 from opscope.analysis.critical.section import rank_graph, what_if, window_path
 from opscope.analysis.pipeline import analyze
 from opscope.trace import load
@@ -144,3 +146,19 @@ def test_fixes_off_the_path_are_found(shared: Callable[[str], Path]) -> None:
     ]
     assert len(off) >= 3 and {f.kind for f in off} >= {"hotspots", "fusion"}
     assert all(f.step_savings_us == 0.0 for f in off)
+
+
+@pytest.mark.parametrize("rel", TRACES)
+def test_a_fix_of_factors_up_to_one_weighs_no_edge_more(
+    shared: Callable[[str], Path], rel: str
+) -> None:
+    trace, _doc = _report(rel)
+    fixes = [f.fix for f in _REPORTS[rel].findings if f.fix is not None]
+    if not fixes:
+        pytest.skip(f"{rel}: no finding with a fix")
+    graph = rank_graph(trace, None)
+    assert int(graph.weight.min(initial=0)) >= 0
+    lowering = [fix for fix in fixes if only_lowers(fix)]
+    for fix in lowering:
+        fixed, _keep = fix_weights(trace.index, graph, fix)
+        assert bool((fixed <= graph.weight).all()), fix

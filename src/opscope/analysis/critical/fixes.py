@@ -275,6 +275,7 @@ def fix_savings(
 
     out: list[float | None] = []
     memo: dict[int, int] = {}
+    nonnegative: bool | None = None  # whether the graph's weights are all >= 0 (read once)
     for f, fix in zip(findings, fixes, strict=True):
         at_stake = float(f.get("time_at_stake_us") or 0.0)
         if at_stake <= 0:
@@ -290,8 +291,14 @@ def fix_savings(
             between_parts()
             w, keep = fix_weights(idx, graph, fix)
             changed = keep is not None or bool((w != graph.weight).any())
+            lowered = only_lowers(fix)
+            if lowered and base_edges is not None and changed:
+                if nonnegative is None:
+                    nonnegative = bool(graph.weight.min(initial=0) >= 0)
+                lowered = nonnegative
             if not changed or (
-                base_edges is not None and off_the_path(graph.weight, w, keep, base_edges)
+                base_edges is not None
+                and off_the_path(graph.weight, w, keep, base_edges, lowered=lowered)
             ):
                 memo[key] = base_ns
             else:
@@ -303,20 +310,36 @@ def fix_savings(
     return out
 
 
+def only_lowers(fix: Fix) -> bool:
+    """Whether every part of ``fix`` scales by a factor in [0, 1]: on weights that are all
+    0 or more, its weights (:func:`fix_weights`) are then each at most the graph's (a part
+    of names or labels multiplies its edges by the factor; a part of ranges takes
+    ``(1 - factor)`` of an edge's overlap off it, never below 0; both round to the nearest
+    ns, which cannot pass an integer the value did not pass)."""
+    return all(0.0 <= part.factor <= 1.0 for part in fix.parts)
+
+
 def off_the_path(
-    weight: np.ndarray, fixed: np.ndarray, keep: np.ndarray | None, path_edges: np.ndarray
+    weight: np.ndarray,
+    fixed: np.ndarray,
+    keep: np.ndarray | None,
+    path_edges: np.ndarray,
+    *,
+    lowered: bool = False,
 ) -> bool:
     """Whether weights ``fixed`` (edges ``keep``, None: all) leave the longest path of
     ``weight`` whose edges are ``path_edges`` the longest, and the one the search returns:
     no edge weighs more and none on the path weighs less or is dropped.  Every other path
     then weighs what it did or less while this one weighs the same, so at every node the
     search keeps the predecessor it chose before (the ties it broke only lose members), and
-    the what-if's path is the window's own: it saves nothing."""
+    the what-if's path is the window's own: it saves nothing.  ``lowered``: the caller knows
+    no edge weighs more (:func:`only_lowers` on weights all 0 or more), and the pass over
+    every edge that would check it is skipped."""
     if keep is not None and not bool(keep[path_edges].all()):
         return False
     if bool((fixed[path_edges] != weight[path_edges]).any()):
         return False
-    return bool((fixed <= weight).all())
+    return lowered or bool((fixed <= weight).all())
 
 
 __all__ = [
@@ -329,5 +352,6 @@ __all__ = [
     "fix_savings",
     "fix_weights",
     "off_the_path",
+    "only_lowers",
     "part_of_name",
 ]
