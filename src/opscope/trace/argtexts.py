@@ -330,7 +330,7 @@ def top_level_strings(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray
     if n == 0:
         return values, np.zeros(0, dtype=bool)
     sure, once, after = _top_level_value(texts, key)
-    ok = bools(pc.starts_with(after, '"')) if len(once) else np.zeros(0, dtype=bool)
+    ok = bools(pc.starts_with(after, '"'))
     if ok.any():
         quoted_value = after.filter(pa.array(ok))
         text = pc.list_element(pc.split_pattern(quoted_value, '"', max_splits=2), 1)
@@ -349,14 +349,13 @@ def top_level_ints(texts: pa.Array, key: str) -> tuple[np.ndarray, np.ndarray, n
     if n == 0:
         return values, has, np.zeros(0, dtype=bool)
     sure, once, after = _top_level_value(texts, key)
-    if len(once):
-        got = pc.extract_regex(after, r"^(?P<v>-?[0-9]{1,18})[,}]")
-        ok = bools(got.is_valid())
-        sure[once[~ok]] = False
-        if ok.any():
-            digits = got.field("v").filter(pa.array(ok))
-            values[once[ok]] = ints(pc.cast(digits, pa.int64()))
-            has[once[ok]] = True
+    got = pc.extract_regex(after, r"^(?P<v>-?[0-9]{1,18})[,}]")
+    ok = bools(got.is_valid())
+    sure[once[~ok]] = False
+    if ok.any():
+        digits = got.field("v").filter(pa.array(ok))
+        values[once[ok]] = ints(pc.cast(digits, pa.int64()))
+        has[once[ok]] = True
     return values, has, sure
 
 

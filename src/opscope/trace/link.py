@@ -53,11 +53,16 @@ class Links:
     step: np.ndarray
 
 
-def _codes(col: pa.ChunkedArray | pa.Array, dtype: Any = np.int64) -> np.ndarray:
-    """A dictionary column's indices (``dtype``: int8 for the few sources and kinds)."""
+def _one_array(col: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """A dictionary column as one array (its chunks combined when it has several)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    return np.asarray(col.indices.to_numpy(zero_copy_only=False), dtype=dtype)
+    return col
+
+
+def _codes(col: pa.ChunkedArray | pa.Array, dtype: Any = np.int64) -> np.ndarray:
+    """A dictionary column's indices (``dtype``: int8 for the few sources and kinds)."""
+    return np.asarray(_one_array(col).indices.to_numpy(zero_copy_only=False), dtype=dtype)
 
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -71,17 +76,11 @@ def _dictionary(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
     return col if pa.types.is_dictionary(col.type) else col.combine_chunks().dictionary_encode()
 
 
-def _lane_codes(pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> np.ndarray:
-    p = _codes(_dictionary(pid))
-    t = _codes(_dictionary(tid))
-    codes: np.ndarray = p * (int(t.max(initial=0)) + 1) + t
-    return codes
-
-
 @dataclass(frozen=True)
 class _Lanes:
-    """The events' lanes (:func:`_lane_codes`: ``pid code * width + tid code``) and the two
-    dictionaries the codes index, so that other (pid, tid) pairs can be coded alike."""
+    """The events' lanes (``pid code * width + tid code``, ``width`` one more than the
+    highest tid code) and the two dictionaries the codes index, so that other (pid, tid)
+    pairs can be coded alike."""
 
     codes: np.ndarray
     pids: pa.Array
@@ -90,17 +89,9 @@ class _Lanes:
 
 
 def _event_lanes(pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> _Lanes:
-    """:func:`_lane_codes` of the events, with its dictionaries."""
-
-    def combined(col: pa.ChunkedArray) -> pa.DictionaryArray:
-        d = _dictionary(col)
-        if isinstance(d, pa.ChunkedArray):
-            d = d.combine_chunks() if d.num_chunks != 1 else d.chunk(0)
-        return d
-
-    p, t = combined(pid), combined(tid)
-    p_codes = np.asarray(p.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    t_codes = np.asarray(t.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    """The lanes of (pid, tid) string columns, with their dictionaries."""
+    p, t = _one_array(_dictionary(pid)), _one_array(_dictionary(tid))
+    p_codes, t_codes = _codes(p), _codes(t)
     width = int(t_codes.max(initial=0)) + 1
     return _Lanes(p_codes * width + t_codes, p.dictionary, t.dictionary, width)
 
@@ -354,7 +345,7 @@ def _link_flows(
                 flows.column("tid").combine_chunks(),
             ]
         )
-        codes = _lane_codes(pid_all, tid_all)
+        codes = _event_lanes(pid_all, tid_all).codes
         n = events.num_rows
         lane = codes[:n]
         f_lane = codes[n:]

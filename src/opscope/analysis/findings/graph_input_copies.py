@@ -95,8 +95,6 @@ class _CopyBytes:
             b = decode_args(texts[i].as_py()).get("bytes")
             if isinstance(b, int) or (isinstance(b, str) and b.isdigit()):
                 size[i], known[i] = int(b), True
-            else:
-                size[i], known[i] = 0, False
         keep = known[inverse]
         self._device = dev[keep]
         self._copy = cop[keep]
